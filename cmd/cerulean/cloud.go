@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cerulean/cerulean/internal/cloud"
+)
+
+// defaultCloudDataDir is $CERULEAN_CLOUD_DATA_DIR, else .cerulean/cloud.
+func defaultCloudDataDir() string {
+	if d := os.Getenv("CERULEAN_CLOUD_DATA_DIR"); d != "" {
+		return d
+	}
+	return ".cerulean/cloud"
+}
+
+func newCloudCommand() *cobra.Command {
+	opts := cloud.Options{}
+	verbose := false
+	cmd := &cobra.Command{
+		Use:   "cloud",
+		Short: "Run the local Azure (Entra ID over HTTPS) with its state in a data directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			return runCloud(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "HTTPS listen address (port 0 picks a free port)")
+	cmd.Flags().StringVar(&opts.DataDir, "data-dir", defaultCloudDataDir(), "state, CA and env file (default $CERULEAN_CLOUD_DATA_DIR, else .cerulean/cloud)")
+	cmd.Flags().StringArrayVar(&opts.TrustCAFiles, "trust-ca", nil, "extra CA bundle (PEM) to trust for federated issuers, besides the system roots; repeatable")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request")
+	cmd.AddCommand(newCloudEnvCommand())
+	return cmd
+}
+
+func runCloud(ctx context.Context, opts cloud.Options) error {
+	c, err := cloud.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return c.Close()
+}
+
+func newCloudEnvCommand() *cobra.Command {
+	dataDir := ""
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "Print the shell exports that point Azure clients at the local cloud",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCloudEnv(cmd.OutOrStdout(), dataDir)
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", defaultCloudDataDir(), "the cloud's data directory")
+	return cmd
+}
+
+func runCloudEnv(out io.Writer, dataDir string) error {
+	env, err := cloud.ReadEnv(dataDir)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(out, env)
+	return err
+}

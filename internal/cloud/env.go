@@ -1,0 +1,48 @@
+package cloud
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FormatEnv renders NAME=VALUE lines as the shell exports `cerulean cloud env` prints.
+func FormatEnv(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("export ")
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ReadEnv returns the exports a cloud with this data directory wrote when it became ready. It
+// reads a file rather than the state, which the running cloud holds locked.
+func ReadEnv(dataDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, EnvFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("no cloud has started with data dir %s (run `cerulean cloud --data-dir %s` first): %w", dataDir, dataDir, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read env: %w", err)
+	}
+	return string(b), nil
+}
+
+// shellQuote leaves plain values alone and single-quotes the rest.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,272 @@
+// Package cloud is Cerulean's local Azure: one HTTPS listener serving Entra ID (and, in later
+// parts, ARM, Key Vault and the managed-identity endpoints) with its state in one data directory.
+package cloud
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+
+	"github.com/cerulean/cerulean/internal/cloud/admin"
+	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/pki"
+	"github.com/cerulean/cerulean/internal/cloud/store"
+	"github.com/cerulean/cerulean/internal/fsutil"
+)
+
+// Options configure a cloud.
+type Options struct {
+	Addr         string   // listen address; "127.0.0.1:0" picks a free port
+	DataDir      string   // state, CA and env file; created if missing
+	TrustCAFiles []string // extra CAs for outbound HTTPS (federated issuers), besides system roots
+	TrustCAs     [][]byte // the same, as PEM, for in-process callers
+	Clock        func() time.Time
+	Logger       *slog.Logger // nil = discard; never receives secrets or tokens
+}
+
+// Settings are what a client needs to use the cloud.
+type Settings struct {
+	URL                     string // https://HOST:PORT, the address really served
+	TenantID                string
+	SubscriptionID          string
+	ClientID                string // the bootstrap service principal, Owner of the subscription
+	ObjectID                string
+	ClientSecret            string
+	ClientCertificatePath   string // PEM: certificate, then key
+	AuthorityHost           string // URL + "/"
+	ResourceManagerEndpoint string
+	ResourceManagerAudience string
+	CAFile                  string
+	DataDir                 string
+}
+
+// ResourceManagerAudience is the audience ARM tokens are requested for, as in the public cloud.
+const ResourceManagerAudience = "https://management.core.windows.net/"
+
+// Files in the data directory.
+const (
+	stateFile      = "state.db"
+	EnvFile        = "env" // `export NAME=VALUE` lines, written atomically once the cloud is ready
+	clientCertFile = "bootstrap-client.pem"
+)
+
+// Cloud is a running local cloud.
+type Cloud struct {
+	settings Settings
+	pki      *pki.PKI
+	store    *store.Store
+	entra    *entra.Service
+	srv      *http.Server
+	served   chan error
+	log      *slog.Logger
+}
+
+// Start opens the state in opts.DataDir (bootstrapping it on first use), listens, and returns
+// once the cloud serves and its env file is written.
+func Start(ctx context.Context, opts Options) (*Cloud, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:8443"
+	}
+	dir, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve data dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	certs, err := pki.Ensure(dir, opts.Clock())
+	if err != nil {
+		return nil, err
+	}
+	outbound, err := outboundTransport(opts, certs.CAPEM)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = st.Close()
+		}
+	}()
+
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
+	}
+	defer func() {
+		if !ok {
+			_ = ln.Close()
+		}
+	}()
+	base := "https://" + publicHostPort(opts.Addr, ln.Addr())
+
+	c.entra, err = entra.New(ctx, entra.Options{
+		Store: st, BaseURL: base, Clock: opts.Clock, Logger: opts.Logger.With("service", "entra"),
+		IssuerClient: entra.NewIssuerClient(outbound),
+	})
+	if err != nil {
+		return nil, err
+	}
+	boot, err := ensureBootstrap(ctx, st, c.entra.Directory, opts.Clock)
+	if err != nil {
+		return nil, err
+	}
+	certPath := filepath.Join(dir, clientCertFile)
+	if err := fsutil.WriteFileAtomic(certPath, boot.ClientCertPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("write bootstrap client certificate: %w", err)
+	}
+	c.settings = Settings{
+		URL: base, TenantID: boot.TenantID, SubscriptionID: boot.SubscriptionID,
+		ClientID: boot.ClientID, ObjectID: boot.ObjectID, ClientSecret: boot.ClientSecret,
+		ClientCertificatePath: certPath, AuthorityHost: base + "/",
+		ResourceManagerEndpoint: base, ResourceManagerAudience: ResourceManagerAudience,
+		CAFile: certs.CAFile, DataDir: dir,
+	}
+
+	mux := http.NewServeMux()
+	c.entra.Register(mux)
+	admin.New(admin.Options{
+		Entra: c.entra, TenantID: boot.TenantID, OwnerObjectID: boot.ObjectID, Audience: ResourceManagerAudience,
+		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,
+	}).Register(mux)
+	mux.Handle("/", c.entra.NotFound())
+	c.srv = &http.Server{
+		Handler:           mux,
+		TLSConfig:         certs.TLSConfig(),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
+	}
+	go func() { c.served <- c.srv.Serve(tls.NewListener(ln, c.srv.TLSConfig)) }()
+
+	if err := fsutil.WriteFileAtomic(filepath.Join(dir, EnvFile), []byte(FormatEnv(c.Env())), 0o600); err != nil {
+		_ = c.srv.Close()
+		return nil, fmt.Errorf("write env file: %w", err)
+	}
+	ok = true
+	opts.Logger.Info("Cloud ready", "url", base, "dataDir", dir, "tenantId", boot.TenantID)
+	return c, nil
+}
+
+// publicHostPort is the host:port to put in URLs: the requested host (an IP or localhost, which
+// the serving certificate covers) with the port really bound; an unspecified host becomes
+// 127.0.0.1.
+func publicHostPort(requested string, bound net.Addr) string {
+	port := strconv.Itoa(bound.(*net.TCPAddr).Port)
+	host, _, err := net.SplitHostPort(requested)
+	if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Settings returns the cloud's settings.
+func (c *Cloud) Settings() Settings { return c.settings }
+
+// Entra is the Entra ID service, for in-process callers that manage principals.
+func (c *Cloud) Entra() *entra.Service { return c.entra }
+
+// Store is the cloud's state, for services added in later parts.
+func (c *Cloud) Store() *store.Store { return c.store }
+
+// Env returns the NAME=VALUE lines `cerulean cloud env` prints (without "export "). Values are
+// quoted for a POSIX shell where needed.
+func (c *Cloud) Env() []string {
+	s := c.settings
+	pairs := [][2]string{
+		{"AZURE_TENANT_ID", s.TenantID},
+		{"AZURE_SUBSCRIPTION_ID", s.SubscriptionID},
+		{"AZURE_CLIENT_ID", s.ClientID},
+		{"AZURE_CLIENT_SECRET", s.ClientSecret},
+		{"AZURE_CLIENT_CERTIFICATE_PATH", s.ClientCertificatePath},
+		{"AZURE_AUTHORITY_HOST", s.AuthorityHost},
+		{"AZURE_RESOURCE_MANAGER_ENDPOINT", s.ResourceManagerEndpoint},
+		{"AZURE_RESOURCE_MANAGER_AUDIENCE", s.ResourceManagerAudience},
+		{"SSL_CERT_FILE", s.CAFile},
+		{"CERULEAN_CLOUD_DATA_DIR", s.DataDir},
+	}
+	out := make([]string, 0, len(pairs))
+	for _, p := range pairs {
+		out = append(out, p[0]+"="+shellQuote(p[1]))
+	}
+	return out
+}
+
+// ClientOptions configure an Azure SDK client for this cloud: its authority and ARM endpoint,
+// and a transport that trusts the cloud's CA without relying on SSL_CERT_FILE.
+func (c *Cloud) ClientOptions() azcore.ClientOptions {
+	return azcore.ClientOptions{
+		Cloud: azcloud.Configuration{
+			ActiveDirectoryAuthorityHost: c.settings.AuthorityHost,
+			Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
+				azcloud.ResourceManager: {Audience: c.settings.ResourceManagerAudience, Endpoint: c.settings.ResourceManagerEndpoint},
+			},
+		},
+		Transport: &http.Client{Transport: c.Transport()},
+	}
+}
+
+// Transport is an HTTP transport trusting the cloud's CA (and the system roots).
+func (c *Cloud) Transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	pool, err := pki.Pool(c.pki.CAPEM)
+	if err != nil {
+		pool = c.pki.Pool // the CA was parsed at start; this cannot happen
+	}
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t
+}
+
+// Close stops serving and releases the state file.
+func (c *Cloud) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := c.srv.Shutdown(ctx)
+	if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return errors.Join(err, c.store.Close())
+}
+
+// outboundTransport trusts the system roots, the --trust-ca files and PEMs, and the cloud's own CA
+// (so issuers the cloud itself serves are reachable).
+func outboundTransport(opts Options, ownCA []byte) (*http.Transport, error) {
+	extra := append([][]byte{ownCA}, opts.TrustCAs...)
+	for _, f := range opts.TrustCAFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read trusted CA: %w", err)
+		}
+		extra = append(extra, b)
+	}
+	pool, err := pki.Pool(extra...)
+	if err != nil {
+		return nil, fmt.Errorf("load trusted CAs: %w", err)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	t.ResponseHeaderTimeout = 10 * time.Second
+	return t, nil
+}

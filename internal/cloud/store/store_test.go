@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+type item struct{ Name string }
+
+func TestPutGetReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(ctx, func(tx *Tx) error { return tx.Get("b", "k", &item{}) }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing bucket: got %v, want ErrNotFound", err)
+	}
+	for _, k := range []string{"a/1", "a/2", "b/1"} {
+		if err := s.Update(ctx, func(tx *Tx) error { return tx.Put("b", k, item{Name: k}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boom := errors.New("boom")
+	if err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.Put("b", "a/3", item{}); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("got %v", err)
+	}
+	if got := s.Commits(); got != 3 {
+		t.Fatalf("commits = %d, want 3", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var names []string
+	if err := s.View(ctx, func(tx *Tx) error {
+		return tx.ForEach("b", "a/", func(_ string, decode func(any) error) error {
+			var it item
+			if err := decode(&it); err != nil {
+				return err
+			}
+			names = append(names, it.Name)
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 2 || names[0] != "a/1" || names[1] != "a/2" {
+		t.Fatalf("prefix scan = %v (the rolled-back a/3 must be absent)", names)
+	}
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.Delete("b", "a/1") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(ctx, func(tx *Tx) error { return tx.Get("b", "a/1", &item{}) }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted key: got %v", err)
+	}
+}
+
+func TestSecondOpenFails(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Open(ctx, path); err == nil {
+		t.Fatal("second open of a locked state file succeeded")
+	}
+}

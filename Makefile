@@ -1,0 +1,55 @@
+# Cerulean. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+BIN        := $(CURDIR)/bin
+DATA_DIR   ?= .cerulean
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS    := -X github.com/cerulean/cerulean/internal/version.Version=$(VERSION) \
+              -X github.com/cerulean/cerulean/internal/version.Commit=$(COMMIT)
+TEST_TIMEOUT ?= 45m
+TOOL_GROUPS := kubernetes etcd controller-gen helm golangci-lint
+
+export CERULEAN_BIN_DIR := $(BIN)
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build bin/cerulean
+	@go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cerulean ./cmd/cerulean
+
+.PHONY: tools
+tools: ## Build the pinned tools into bin/ (kube-apiserver, etcd, kubectl, ...; first run only)
+	@for g in $(TOOL_GROUPS); do hack/tools/build.sh $$g; done
+
+.PHONY: up
+up: build tools ## Run the whole system on this machine (state in DATA_DIR=.cerulean)
+	$(BIN)/cerulean up --data-dir $(DATA_DIR)
+
+.PHONY: test
+test: build tools check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint
+	go test -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: lint
+lint: tools ## Run golangci-lint with the committed config
+	$(BIN)/golangci-lint run ./...
+
+.PHONY: generate
+generate: tools ## Regenerate CRDs, RBAC and deepcopy code
+	hack/generate.sh
+
+.PHONY: check-generated
+check-generated: tools ## Fail when generated files are not current
+	hack/check-generated.sh
+
+.PHONY: bench
+bench: build tools ## Run the benchmarks and write docs/benchmarks.md
+	go run ./hack/bench -out docs/benchmarks.md
+
+.PHONY: clean
+clean: ## Remove bin/cerulean and the default data directory (keeps the built tools)
+	rm -rf $(BIN)/cerulean $(DATA_DIR)

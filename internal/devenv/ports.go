@@ -1,0 +1,94 @@
+package devenv
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/cerulean/cerulean/internal/fsutil"
+)
+
+// ports are chosen once and kept in DIR/ports.json: a restart must serve the issuer on the same
+// URL, byte for byte, or every federated credential that names it breaks.
+type ports struct {
+	EtcdClient        int `json:"etcdClient"`
+	EtcdPeer          int `json:"etcdPeer"`
+	APIServer         int `json:"apiServer"`
+	ControllerManager int `json:"controllerManager"`
+}
+
+// named lists the ports with the component that owns each, for error messages.
+func (p ports) named() []struct {
+	name string
+	port int
+} {
+	return []struct {
+		name string
+		port int
+	}{
+		{"etcd", p.EtcdClient}, {"etcd peer", p.EtcdPeer},
+		{"kube-apiserver", p.APIServer}, {"kube-controller-manager", p.ControllerManager},
+	}
+}
+
+// loadOrChoosePorts reads DIR/ports.json, or picks free loopback ports and saves them.
+// A requested API server port (non-zero) is used on the first start.
+func loadOrChoosePorts(path string, apiServerPort int) (ports, error) {
+	var p ports
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &p); err != nil {
+			return p, fmt.Errorf("read %s: %w (delete it to choose new ports)", path, err)
+		}
+		return p, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return p, fmt.Errorf("read %s: %w", path, err)
+	}
+	free, err := freePorts(4)
+	if err != nil {
+		return p, err
+	}
+	p = ports{EtcdClient: free[0], EtcdPeer: free[1], APIServer: free[2], ControllerManager: free[3]}
+	if apiServerPort != 0 {
+		p.APIServer = apiServerPort
+	}
+	b, err = json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return p, err
+	}
+	return p, fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
+}
+
+// freePorts asks the kernel for n distinct free loopback ports. Holding all listeners until every
+// port is chosen keeps the kernel from handing out the same port twice.
+func freePorts(n int) ([]int, error) {
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("choose a free port: %w", err)
+		}
+		defer l.Close()
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// ErrPortInUse reports that a port the data directory is bound to is taken by another process.
+var ErrPortInUse = errors.New("port in use")
+
+// checkFree fails with a clear message when another process holds one of the ports.
+func (p ports) checkFree() error {
+	for _, np := range p.named() {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(np.port)))
+		if err != nil {
+			return fmt.Errorf("%w: 127.0.0.1:%d (%s) is taken by another process; stop it (is another `cerulean up` running on this data directory?) or use another data directory", ErrPortInUse, np.port, np.name)
+		}
+		_ = l.Close()
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+// Package e2e tests the whole system through `bin/cerulean up`, as a user runs it.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/cerulean/cerulean/internal/devenv"
+)
+
+// TestUpServesAndStopsCleanly: `up` writes DIR/env last, kubectl answers with DIR/kubeconfig, and
+// Ctrl-C (SIGINT) leaves no control-plane process behind; a second `up` resumes the same cluster.
+func TestUpServesAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	up := startUp(t, dir)
+	env := waitForEnv(t, up, dir)
+	kubeconfig := env["KUBECONFIG"]
+	if kubeconfig != filepath.Join(dir, "kubeconfig") {
+		t.Errorf("KUBECONFIG=%q, want the absolute %q", kubeconfig, filepath.Join(dir, "kubeconfig"))
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "env")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("env file mode: %v %v, want 0600", fi.Mode().Perm(), err)
+	}
+	kubectl(t, kubeconfig, "create", "configmap", "survives-restart", "--from-literal=k=v")
+	if out := kubectl(t, kubeconfig, "get", "ns", "-o", "name"); !strings.Contains(out, "namespace/default") {
+		t.Errorf("kubectl get ns: %q", out)
+	}
+	server := kubectl(t, kubeconfig, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")
+
+	stopAndCheck(t, up, dir, syscall.SIGINT)
+	if _, err := os.Stat(filepath.Join(dir, "env")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("env file still present after up stopped: %v", err)
+	}
+
+	again := startUp(t, dir)
+	waitForEnv(t, again, dir)
+	if got := kubectl(t, kubeconfig, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}"); got != server {
+		t.Errorf("resumed on %q, first run served %q", got, server)
+	}
+	kubectl(t, kubeconfig, "get", "configmap", "survives-restart")
+	stopAndCheck(t, again, dir, syscall.SIGINT)
+}
+
+// TestUpKilledLeavesNoChildren: even a SIGKILL of `up` takes its children down (Pdeathsig).
+func TestUpKilledLeavesNoChildren(t *testing.T) {
+	dir := t.TempDir()
+	up := startUp(t, dir)
+	waitForEnv(t, up, dir)
+	if len(childrenOf(dir)) == 0 {
+		t.Fatal("found no control-plane processes for the data directory; the check below would prove nothing")
+	}
+	stopAndCheck(t, up, dir, syscall.SIGKILL)
+}
+
+func TestUpRefusesASecondInstance(t *testing.T) {
+	dir := t.TempDir()
+	up := startUp(t, dir)
+	waitForEnv(t, up, dir)
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in use") {
+		t.Errorf("second up on the same directory: err=%v output=%q, want an 'in use' error", err, out)
+	}
+	stopAndCheck(t, up, dir, syscall.SIGINT)
+}
+
+type upProcess struct {
+	cmd    *exec.Cmd
+	output *bytes.Buffer
+	done   chan error
+}
+
+func startUp(t *testing.T, dir string) *upProcess {
+	t.Helper()
+	p := &upProcess{output: &bytes.Buffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir)
+	p.cmd.Stdout = p.output
+	p.cmd.Stderr = p.output
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start up: %v", err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("cerulean up output:\n%s", p.output)
+		}
+	})
+	return p
+}
+
+// waitForEnv waits for DIR/env, the readiness signal, and parses its export lines.
+func waitForEnv(t *testing.T, up *upProcess, dir string) map[string]string {
+	t.Helper()
+	path := filepath.Join(dir, "env")
+	var b []byte
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-up.done:
+			return false, errors.Join(errors.New("up exited before it was ready"), err)
+		default:
+		}
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("wait for %s: %v\n%s", path, err, up.output)
+	}
+	env := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "export ")
+		name, value, ok2 := strings.Cut(line, "=")
+		if !ok || !ok2 {
+			t.Fatalf("env line %q is not `export NAME=VALUE`", sc.Text())
+		}
+		env[name] = value
+	}
+	return env
+}
+
+func stopAndCheck(t *testing.T, up *upProcess, dir string, sig syscall.Signal) {
+	t.Helper()
+	if err := up.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal up: %v", err)
+	}
+	select {
+	case <-up.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("up did not exit within a minute of %v", sig)
+	}
+	// After a SIGKILL the kernel delivers the children's death signal asynchronously.
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return len(childrenOf(dir)) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("processes left behind after %v: %v", sig, childrenOf(dir))
+	}
+}
+
+// childrenOf lists live etcd, kube-apiserver and kube-controller-manager processes that use dir.
+func childrenOf(dir string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(dir)) {
+			continue
+		}
+		argv := strings.Split(string(b), "\x00")
+		name := filepath.Base(argv[0])
+		if name != "etcd" && name != "kube-apiserver" && name != "kube-controller-manager" {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); err == nil && isZombie(stat) {
+			continue
+		}
+		found = append(found, filepath.Dir(p)+" "+name)
+	}
+	return found
+}
+
+// isZombie reads the state field of /proc/PID/stat: a zombie has exited and holds nothing.
+func isZombie(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+func kubectl(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(binary(t, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := devenv.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s: %v (run `make build tools` first; `make test` does)", path, err)
+	}
+	return path
+}

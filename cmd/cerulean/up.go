@@ -12,7 +12,7 @@ func newUpCommand() *cobra.Command {
 		Use:   "up",
 		Short: "Run the whole system on this machine until interrupted",
 		Long: `Starts a real local control plane (etcd, kube-apiserver, kube-controller-manager) and the
-rest of Cerulean, writes DIR/kubeconfig and, once everything is ready, DIR/env.`,
+local cloud, writes DIR/kubeconfig and, once everything is ready, DIR/env.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Out = cmd.OutOrStdout()
@@ -20,6 +20,7 @@ rest of Cerulean, writes DIR/kubeconfig and, once everything is ready, DIR/env.`
 		},
 	}
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".cerulean", "directory for all state; running again on it resumes")
+	cmd.Flags().StringVar(&opts.CloudAddr, "cloud-addr", "127.0.0.1:8443", "address of the local cloud (port 0: a free port on every start)")
 	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: next to this binary)")
 	return cmd
 }

@@ -1,5 +1,5 @@
-// Package up runs the whole of Cerulean on one machine: the local control plane now, and the
-// local cloud, the manager and the node agent in the same process as they land.
+// Package up runs the whole of Cerulean on one machine: the local control plane and the
+// local cloud now, and the manager and the node agent in the same process as they land.
 package up
 
 import (
@@ -9,11 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 
+	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/fsutil"
+	"github.com/cerulean/cerulean/internal/shellenv"
 )
 
 // Options configure Run.
@@ -22,6 +22,8 @@ type Options struct {
 	DataDir string
 	// BinDir holds the control-plane binaries; empty means devenv.DefaultBinDir().
 	BinDir string
+	// CloudAddr is where the local cloud listens; port 0 picks a free port on every start.
+	CloudAddr string
 	// Out receives progress and the summary.
 	Out io.Writer
 }
@@ -54,11 +56,22 @@ func Run(ctx context.Context, opts Options) error {
 		cp.Stop()
 	}()
 
-	env := []envVar{{"KUBECONFIG", cp.Kubeconfig}}
-	if err := fsutil.WriteFileAtomic(envPath, []byte(renderEnv(env)), 0o600); err != nil {
+	fmt.Fprintln(opts.Out, "starting the local cloud…")
+	az, err := cloud.Start(ctx, cloud.Options{
+		Addr:     opts.CloudAddr,
+		DataDir:  filepath.Join(dataDir, "cloud"),
+		TrustCAs: [][]byte{cp.CACertPEM}, // federated exchange fetches the cluster issuer's keys
+	})
+	if err != nil {
+		return fmt.Errorf("start the local cloud: %w", err)
+	}
+	defer az.Close()
+
+	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
+	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
-	printSummary(opts.Out, cp, envPath)
+	printSummary(opts.Out, cp, az.Settings(), envPath)
 
 	exited, which := cp.Exited()
 	select {
@@ -69,32 +82,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 }
 
-type envVar struct{ name, value string }
-
-func renderEnv(vars []envVar) string {
-	var b strings.Builder
-	for _, v := range vars {
-		fmt.Fprintf(&b, "export %s=%s\n", v.name, shellQuote(v.value))
-	}
-	return b.String()
-}
-
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+,=-]+$`)
-
-// shellQuote quotes a value for a POSIX shell unless it needs none.
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func printSummary(out io.Writer, cp *devenv.ControlPlane, envPath string) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, envPath string) {
 	fmt.Fprintf(out, `
 Cerulean is up.
   kube-apiserver      %s
   issuer (OIDC)       %s
   kubeconfig          %s
+  local cloud         %s  (tenant %s, subscription %s)
   logs                %s
 
 Use it:
@@ -102,5 +96,5 @@ Use it:
   bin/kubectl get namespaces
 
 Ctrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, filepath.Join(cp.DataDir, "logs"), envPath)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, filepath.Join(cp.DataDir, "logs"), envPath)
 }

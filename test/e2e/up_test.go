@@ -5,7 +5,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cerulean/cerulean/internal/devenv"
@@ -37,6 +44,7 @@ func TestUpServesAndStopsCleanly(t *testing.T) {
 		t.Errorf("kubectl get ns: %q", out)
 	}
 	server := kubectl(t, kubeconfig, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")
+	requestCloudToken(t, env)
 
 	stopAndCheck(t, up, dir, syscall.SIGINT)
 	if _, err := os.Stat(filepath.Join(dir, "env")); !errors.Is(err, os.ErrNotExist) {
@@ -44,7 +52,12 @@ func TestUpServesAndStopsCleanly(t *testing.T) {
 	}
 
 	again := startUp(t, dir)
-	waitForEnv(t, again, dir)
+	resumed := waitForEnv(t, again, dir)
+	if resumed["AZURE_TENANT_ID"] != env["AZURE_TENANT_ID"] || resumed["AZURE_CLIENT_ID"] != env["AZURE_CLIENT_ID"] {
+		t.Errorf("the local cloud did not resume: tenant/client %s/%s, then %s/%s",
+			env["AZURE_TENANT_ID"], env["AZURE_CLIENT_ID"], resumed["AZURE_TENANT_ID"], resumed["AZURE_CLIENT_ID"])
+	}
+	requestCloudToken(t, resumed)
 	if got := kubectl(t, kubeconfig, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}"); got != server {
 		t.Errorf("resumed on %q, first run served %q", got, server)
 	}
@@ -67,7 +80,7 @@ func TestUpRefusesASecondInstance(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, dir)
 	waitForEnv(t, up, dir)
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir).CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "in use") {
 		t.Errorf("second up on the same directory: err=%v output=%q, want an 'in use' error", err, out)
 	}
@@ -83,7 +96,7 @@ type upProcess struct {
 func startUp(t *testing.T, dir string) *upProcess {
 	t.Helper()
 	p := &upProcess{output: &bytes.Buffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir)
+	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0")
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	if err := p.cmd.Start(); err != nil {
@@ -175,6 +188,33 @@ func childrenOf(dir string) []string {
 func isZombie(stat []byte) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// requestCloudToken uses DIR/env the way a user's program does: the real azidentity client with
+// the bootstrap service principal's secret, trusting SSL_CERT_FILE.
+func requestCloudToken(t *testing.T, env map[string]string) {
+	t.Helper()
+	caPEM, err := os.ReadFile(env["SSL_CERT_FILE"])
+	if err != nil {
+		t.Fatalf("SSL_CERT_FILE: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("SSL_CERT_FILE %s holds no certificate", env["SSL_CERT_FILE"])
+	}
+	opts := azcore.ClientOptions{
+		Cloud:     cloud.Configuration{ActiveDirectoryAuthorityHost: env["AZURE_AUTHORITY_HOST"]},
+		Transport: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}},
+	}
+	cred, err := azidentity.NewClientSecretCredential(env["AZURE_TENANT_ID"], env["AZURE_CLIENT_ID"], env["AZURE_CLIENT_SECRET"],
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
+	if err != nil {
+		t.Fatalf("credential: %v", err)
+	}
+	scope := strings.TrimSuffix(env["AZURE_RESOURCE_MANAGER_AUDIENCE"], "/") + "/.default"
+	if _, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
+		t.Fatalf("token from the local cloud with DIR/env's credentials: %v", err)
+	}
 }
 
 func kubectl(t *testing.T, kubeconfig string, args ...string) string {

@@ -90,7 +90,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 			cp.Stop() // the caller gets no handle to stop what was started
 		}
 	}()
-	if err := os.MkdirAll(cp.logs, 0o755); err != nil {
+	if err := os.MkdirAll(cp.logs, 0o750); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 
@@ -205,7 +205,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration, na
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last check: %v; logs in %s)", name, ctx.Err(), err, cp.logs)
+			return fmt.Errorf("wait for %s: %w (last check: %w; logs in %s)", name, ctx.Err(), err, cp.logs)
 		case <-tick.C:
 		}
 	}
@@ -221,7 +221,7 @@ func lockDataDir(dataDir string) (*os.File, error) {
 		return nil, fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("data directory %s is in use by another cerulean process: %w", dataDir, err)
 	}
 	return f, nil

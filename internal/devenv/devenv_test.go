@@ -272,3 +272,28 @@ func waitGone(t *testing.T, what string, get func(context.Context) error) {
 		t.Fatalf("%s was never removed: %v", what, err)
 	}
 }
+
+// The control plane reports the Kubernetes version it was built from, not v0.0.0.
+func TestAPIServerReportsThePinnedVersion(t *testing.T) {
+	cp := devenvtest.ControlPlane(t)
+	mod, err := os.ReadFile("../../hack/tools/kubernetes/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for line := range strings.SplitSeq(string(mod), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes" {
+			want = f[2]
+		}
+	}
+	if want == "" {
+		t.Fatal("hack/tools/kubernetes/go.mod pins no k8s.io/kubernetes")
+	}
+	v, err := kubernetes.NewForConfigOrDie(cp.RESTConfig).Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("GET /version: %v", err)
+	}
+	if v.GitVersion != want || v.Major != "1" {
+		t.Errorf("/version reports %s (major %q), want %s", v.GitVersion, v.Major, want)
+	}
+}

@@ -24,7 +24,7 @@ type child struct {
 // (Pdeathsig), and runs in its own process group so a terminal's Ctrl-C reaches only cerulean,
 // which then stops the children in order.
 func startChild(name, bin string, args []string, logPath string) (*child, error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", name, err)
 	}
@@ -59,7 +59,7 @@ func startChild(name, bin string, args []string, logPath string) (*child, error)
 func (c *child) exited() error {
 	select {
 	case <-c.done:
-		return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", c.name, c.err, c.logPath, tail(c.logPath, 15))
+		return fmt.Errorf("%s exited (%w); last lines of %s:\n%s", c.name, c.err, c.logPath, tail(c.logPath, 15))
 	default:
 		return nil
 	}

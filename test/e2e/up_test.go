@@ -90,19 +90,23 @@ func TestUpRefusesASecondInstance(t *testing.T) {
 type upProcess struct {
 	cmd    *exec.Cmd
 	output *bytes.Buffer
-	done   chan error
+	done   chan struct{} // closed when up has exited
+	err    error         // up's exit status, valid once done is closed
 }
 
 func startUp(t *testing.T, dir string) *upProcess {
 	t.Helper()
-	p := &upProcess{output: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &upProcess{output: &bytes.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0")
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start up: %v", err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		if t.Failed() {
@@ -119,8 +123,8 @@ func waitForEnv(t *testing.T, up *upProcess, dir string) map[string]string {
 	var b []byte
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		select {
-		case err := <-up.done:
-			return false, errors.Join(errors.New("up exited before it was ready"), err)
+		case <-up.done:
+			return false, errors.Join(errors.New("up exited before it was ready"), up.err)
 		default:
 		}
 		var err error
@@ -152,6 +156,9 @@ func stopAndCheck(t *testing.T, up *upProcess, dir string, sig syscall.Signal) {
 	case <-up.done:
 	case <-time.After(time.Minute):
 		t.Fatalf("up did not exit within a minute of %v", sig)
+	}
+	if sig == syscall.SIGINT && up.err != nil {
+		t.Errorf("up exited with %v after Ctrl-C, want a clean exit", up.err)
 	}
 	// After a SIGKILL the kernel delivers the children's death signal asynchronously.
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {

@@ -19,6 +19,7 @@ import (
 	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 
 	"github.com/cerulean/cerulean/internal/cloud/admin"
+	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/pki"
 	"github.com/cerulean/cerulean/internal/cloud/store"
@@ -33,6 +34,7 @@ type Options struct {
 	TrustCAs     [][]byte // the same, as PEM, for in-process callers
 	Clock        func() time.Time
 	Logger       *slog.Logger // nil = discard; never receives secrets or tokens
+	ARM          arm.Config   // ARM's tunables: LRO Retry-After, throttling limits, body cap
 }
 
 // Settings are what a client needs to use the cloud.
@@ -67,6 +69,7 @@ type Cloud struct {
 	pki      *pki.PKI
 	store    *store.Store
 	entra    *entra.Service
+	arm      *arm.Service
 	srv      *http.Server
 	served   chan error
 	log      *slog.Logger
@@ -145,6 +148,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		CAFile: certs.CAFile, DataDir: dir,
 	}
 
+	if err := c.startARM(ctx, opts, boot); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	c.entra.Register(mux)
 	admin.New(admin.Options{
@@ -153,7 +159,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
 	c.srv = &http.Server{
-		Handler:           mux,
+		Handler:           c.withARM(mux),
 		TLSConfig:         certs.TLSConfig(),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -244,6 +250,7 @@ func (c *Cloud) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := c.srv.Shutdown(ctx)
+	c.closeARM()
 	if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}

@@ -1,0 +1,64 @@
+package cloud
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/arm/authorization"
+	"github.com/cerulean/cerulean/internal/cloud/arm/managedidentity"
+	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
+	"github.com/cerulean/cerulean/internal/cloud/authz"
+)
+
+// ARM mounting (part 2). Kept apart from server.go so each part of the cloud owns its file.
+
+// startARM builds the ARM front door with its providers, makes the bootstrap principal Owner of
+// the subscription, and resumes interrupted long-running operations.
+func (c *Cloud) startARM(ctx context.Context, opts Options, boot bootstrap) error {
+	az := authz.New(c.store)
+	scope := "/subscriptions/" + boot.SubscriptionID
+	// A name derived from the grant, so every start ensures the same assignment.
+	name := uuid.NewSHA1(uuid.NameSpaceURL, []byte(scope+"|"+boot.ObjectID+"|"+authz.Owner)).String()
+	now := opts.Clock().UTC()
+	if err := az.Ensure(ctx, authz.Assignment{
+		ID: authz.AssignmentID(scope, name), Name: name, Scope: scope, RoleDefinitionID: authz.Owner,
+		PrincipalID: boot.ObjectID, PrincipalType: "ServicePrincipal", Description: "Cerulean bootstrap principal",
+		CreatedOn: now, UpdatedOn: now,
+	}); err != nil {
+		return fmt.Errorf("make bootstrap principal Owner: %w", err)
+	}
+	c.arm = arm.New(arm.Options{
+		Store: c.store, Tokens: c.entra, Authz: az, BaseURL: c.settings.URL,
+		TenantID: boot.TenantID, SubscriptionID: boot.SubscriptionID, Config: opts.ARM,
+		Clock: opts.Clock, Logger: opts.Logger.With("service", "arm"),
+	})
+	resources.Register(c.arm, "Cerulean local subscription")
+	managedidentity.Register(c.arm, c.entra.Directory)
+	authorization.Register(c.arm, c.entra.Directory)
+	return c.arm.Start(ctx)
+}
+
+// withARM sends ARM's paths (/subscriptions/..., /providers/...) to ARM and the rest to next.
+func (c *Cloud) withARM(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arm.Handles(r.URL.Path) {
+			c.arm.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ARM is the ARM front door, for in-process callers (tests walk its route table).
+func (c *Cloud) ARM() *arm.Service { return c.arm }
+
+// closeARM stops ARM's background operations before the store closes.
+func (c *Cloud) closeARM() {
+	if c.arm != nil {
+		c.arm.Close()
+	}
+}

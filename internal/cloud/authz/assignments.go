@@ -1,0 +1,254 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cerulean/cerulean/internal/cloud/store"
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound           = store.ErrNotFound
+	ErrExists             = errors.New("role assignment exists")
+	ErrUpdateNotPermitted = errors.New("role assignment update not permitted")
+	ErrDenied             = errors.New("authorization failed")
+)
+
+// Buckets.
+const (
+	bucketAssignments = "authz.assignments" // lower(id) -> Assignment
+	bucketByPrincipal = "authz.byPrincipal" // lower(principalId)/lower(id) -> id
+)
+
+// Assignment grants a role to a principal at a scope (and everything below it).
+type Assignment struct {
+	ID               string    `json:"id"`    // {scope}/providers/Microsoft.Authorization/roleAssignments/{name}, creation case
+	Name             string    `json:"name"`  // a GUID
+	Scope            string    `json:"scope"` // "/subscriptions/..." in creation case
+	RoleDefinitionID string    `json:"roleDefinitionId"`
+	PrincipalID      string    `json:"principalId"`
+	PrincipalType    string    `json:"principalType"`
+	Description      string    `json:"description,omitempty"`
+	Condition        string    `json:"condition,omitempty"`
+	ConditionVersion string    `json:"conditionVersion,omitempty"`
+	CreatedBy        string    `json:"createdBy,omitempty"`
+	CreatedOn        time.Time `json:"createdOn"`
+	UpdatedBy        string    `json:"updatedBy,omitempty"`
+	UpdatedOn        time.Time `json:"updatedOn"`
+}
+
+// AssignmentID is the ARM id of the assignment with this name at this scope.
+func AssignmentID(scope, name string) string {
+	return strings.TrimSuffix(scope, "/") + "/providers/Microsoft.Authorization/roleAssignments/" + name
+}
+
+func key(id string) string { return strings.ToLower(id) }
+
+// sameGrant reports whether two assignments give the same role to the same principal at the same scope.
+func sameGrant(a, b Assignment) bool {
+	return strings.EqualFold(a.PrincipalID, b.PrincipalID) && strings.EqualFold(a.RoleDefinitionID, b.RoleDefinitionID) &&
+		strings.EqualFold(strings.TrimSuffix(a.Scope, "/"), strings.TrimSuffix(b.Scope, "/"))
+}
+
+// PutTx creates the assignment in tx, or accepts a repeated PUT of the same grant under the same
+// name (returning the stored one, created = false). Another name for the same grant is ErrExists;
+// a different grant under an existing name is ErrUpdateNotPermitted.
+func PutTx(tx *store.Tx, a Assignment) (Assignment, bool, error) {
+	var old Assignment
+	err := tx.Get(bucketAssignments, key(a.ID), &old)
+	switch {
+	case err == nil:
+		if !sameGrant(old, a) {
+			return old, false, fmt.Errorf("put role assignment %s: %w", a.Name, ErrUpdateNotPermitted)
+		}
+		old.Description, old.Condition, old.ConditionVersion = a.Description, a.Condition, a.ConditionVersion
+		old.UpdatedBy, old.UpdatedOn = a.UpdatedBy, a.UpdatedOn
+		if err := tx.Put(bucketAssignments, key(a.ID), old); err != nil {
+			return old, false, err
+		}
+		return old, false, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return old, false, err
+	}
+	dup := false
+	err = forPrincipal(tx, a.PrincipalID, func(b Assignment) error {
+		if sameGrant(a, b) {
+			dup = true
+		}
+		return nil
+	})
+	if err != nil {
+		return a, false, err
+	}
+	if dup {
+		return a, false, fmt.Errorf("put role assignment %s: %w", a.Name, ErrExists)
+	}
+	if err := tx.Put(bucketAssignments, key(a.ID), a); err != nil {
+		return a, false, err
+	}
+	if err := tx.Put(bucketByPrincipal, key(a.PrincipalID)+"/"+key(a.ID), a.ID); err != nil {
+		return a, false, err
+	}
+	return a, true, nil
+}
+
+// GetTx returns the assignment with this id, or ErrNotFound.
+func GetTx(tx *store.Tx, id string) (Assignment, error) {
+	var a Assignment
+	err := tx.Get(bucketAssignments, key(id), &a)
+	return a, err
+}
+
+// DeleteTx removes the assignment with this id and returns it, or ErrNotFound.
+func DeleteTx(tx *store.Tx, id string) (Assignment, error) {
+	a, err := GetTx(tx, id)
+	if err != nil {
+		return a, err
+	}
+	if err := tx.Delete(bucketAssignments, key(id)); err != nil {
+		return a, err
+	}
+	return a, tx.Delete(bucketByPrincipal, key(a.PrincipalID)+"/"+key(id))
+}
+
+// DeleteUnderTx removes every assignment at scope or below it (a deleted resource group or
+// resource takes its assignments with it).
+func DeleteUnderTx(tx *store.Tx, scope string) error {
+	var ids []string
+	err := tx.ForEach(bucketAssignments, key(strings.TrimSuffix(scope, "/"))+"/", func(_ string, decode func(any) error) error {
+		var a Assignment
+		if err := decode(&a); err != nil {
+			return err
+		}
+		ids = append(ids, a.ID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := DeleteTx(tx, id); err != nil {
+			return fmt.Errorf("delete role assignment: %w", err)
+		}
+	}
+	return nil
+}
+
+// forPrincipal calls fn for each of the principal's assignments.
+func forPrincipal(tx *store.Tx, principalID string, fn func(Assignment) error) error {
+	if principalID == "" {
+		return nil
+	}
+	return tx.ForEach(bucketByPrincipal, key(principalID)+"/", func(_ string, decode func(any) error) error {
+		var id string
+		if err := decode(&id); err != nil {
+			return err
+		}
+		a, err := GetTx(tx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return fn(a)
+	})
+}
+
+// Filter selects assignments for List.
+type Filter struct {
+	PrincipalID string // only this principal's
+	AtScope     bool   // only at the scope or above it (atScope()); otherwise also below
+}
+
+// ListTx returns the assignments that apply at scope (at it or above it) and, unless
+// f.AtScope, those below it, in id order.
+func ListTx(tx *store.Tx, scope string, f Filter) ([]Assignment, error) {
+	out := []Assignment{}
+	keep := func(a Assignment) {
+		above := scopeContains(a.Scope, scope)
+		below := scopeContains(scope, a.Scope)
+		if above || (below && !f.AtScope) {
+			out = append(out, a)
+		}
+	}
+	if f.PrincipalID != "" {
+		err := forPrincipal(tx, f.PrincipalID, func(a Assignment) error { keep(a); return nil })
+		return out, err
+	}
+	err := tx.ForEach(bucketAssignments, "", func(_ string, decode func(any) error) error {
+		var a Assignment
+		if err := decode(&a); err != nil {
+			return err
+		}
+		keep(a)
+		return nil
+	})
+	return out, err
+}
+
+// scopeContains reports whether scope covers target: the root, the same scope, or above it.
+func scopeContains(scope, target string) bool {
+	scope = strings.ToLower(strings.TrimSuffix(scope, "/"))
+	target = strings.ToLower(strings.TrimSuffix(target, "/"))
+	return scope == "" || target == scope || strings.HasPrefix(target, scope+"/")
+}
+
+// Authorizer answers access checks from the assignments in a store.
+type Authorizer struct{ st *store.Store }
+
+// New returns an authorizer over st.
+func New(st *store.Store) *Authorizer { return &Authorizer{st: st} }
+
+// Check returns nil if one of the principal's assignments at scope or above grants the
+// control-plane action, ErrDenied if none does.
+func (a *Authorizer) Check(ctx context.Context, principalID, action, scope string) error {
+	return a.check(ctx, principalID, scope, func(r RoleDefinition) bool { return r.Allows(action) })
+}
+
+// CheckData is Check for a data-plane action (Key Vault secrets).
+func (a *Authorizer) CheckData(ctx context.Context, principalID, dataAction, scope string) error {
+	return a.check(ctx, principalID, scope, func(r RoleDefinition) bool { return r.AllowsData(dataAction) })
+}
+
+func (a *Authorizer) check(ctx context.Context, principalID, scope string, grants func(RoleDefinition) bool) error {
+	errFound := errors.New("found")
+	err := a.st.View(ctx, func(tx *store.Tx) error {
+		return forPrincipal(tx, principalID, func(as Assignment) error {
+			if !scopeContains(as.Scope, scope) {
+				return nil
+			}
+			if r, ok := RoleByID(as.RoleDefinitionID); ok && grants(r) {
+				return errFound
+			}
+			return nil
+		})
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check role assignments: %w", err)
+	}
+	return ErrDenied
+}
+
+// Ensure creates the assignment unless the same grant exists (under any name): for assignments
+// the cloud makes itself, such as the bootstrap principal's Owner.
+func (a *Authorizer) Ensure(ctx context.Context, as Assignment) error {
+	err := a.st.Update(ctx, func(tx *store.Tx) error {
+		_, _, err := PutTx(tx, as)
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrExists) {
+		return fmt.Errorf("ensure role assignment: %w", err)
+	}
+	return nil
+}
+
+// Store is the state the authorizer reads, for callers that combine assignment changes with
+// their own writes in one transaction.
+func (a *Authorizer) Store() *store.Store { return a.st }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -73,6 +74,9 @@ type Cloud struct {
 	srv      *http.Server
 	served   chan error
 	log      *slog.Logger
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start opens the state in opts.DataDir (bootstrapping it on first use), listens, and returns
@@ -245,16 +249,19 @@ func (c *Cloud) Transport() *http.Transport {
 	return t
 }
 
-// Close stops serving and releases the state file.
+// Close stops serving and releases the state file; later calls return the first call's result.
 func (c *Cloud) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := c.srv.Shutdown(ctx)
-	c.closeARM()
-	if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	return errors.Join(err, c.store.Close())
+	c.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := c.srv.Shutdown(ctx)
+		c.closeARM()
+		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		c.closeErr = errors.Join(err, c.store.Close())
+	})
+	return c.closeErr
 }
 
 // outboundTransport trusts the system roots, the --trust-ca files and PEMs, and the cloud's own CA

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
@@ -62,6 +63,9 @@ func Run(ctx context.Context, opts Options) error {
 		DataDir:  filepath.Join(dataDir, "cloud"),
 		TrustCAs: [][]byte{cp.CACertPEM}, // federated exchange fetches the cluster issuer's keys
 	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("start the local cloud: %w (stop whatever holds it, or pass --cloud-addr)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("start the local cloud: %w", err)
 	}

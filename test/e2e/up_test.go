@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -244,4 +245,20 @@ func binary(t *testing.T, name string) string {
 		t.Fatalf("%s: %v (run `make build tools` first; `make test` does)", path, err)
 	}
 	return path
+}
+
+func TestUpNamesATakenCloudPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dir := t.TempDir()
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", l.Addr().String()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), l.Addr().String()) || !strings.Contains(string(out), "--cloud-addr") {
+		t.Errorf("up with its cloud port taken: err=%v output=%q, want an error naming the address and --cloud-addr", err, out)
+	}
+	if left := childrenOf(dir); len(left) != 0 {
+		t.Errorf("a failed up left processes behind: %v", left)
+	}
 }

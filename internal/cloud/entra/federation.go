@@ -126,7 +126,8 @@ func (k *issuerKeys) getJSON(ctx context.Context, rawURL string, v any) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Accept", "application/json")
+	// Kubernetes serves its JWKS as application/jwk-set+json and answers 406 to a strict Accept.
+	req.Header.Set("Accept", "application/json, application/jwk-set+json, */*")
 	resp, err := k.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", u.Redacted(), err)

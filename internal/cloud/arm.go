@@ -39,6 +39,9 @@ func (c *Cloud) startARM(ctx context.Context, opts Options, boot bootstrap) erro
 	resources.Register(c.arm, "Cerulean local subscription")
 	managedidentity.Register(c.arm, c.entra.Directory)
 	authorization.Register(c.arm, c.entra.Directory)
+	if err := c.startKeyVault(ctx, opts); err != nil {
+		return err
+	}
 	return c.arm.Start(ctx)
 }
 

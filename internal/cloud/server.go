@@ -71,6 +71,7 @@ type Cloud struct {
 	store    *store.Store
 	entra    *entra.Service
 	arm      *arm.Service
+	keyVault *keyVaultParts
 	srv      *http.Server
 	served   chan error
 	log      *slog.Logger
@@ -256,6 +257,7 @@ func (c *Cloud) Close() error {
 		defer cancel()
 		err := c.srv.Shutdown(ctx)
 		c.closeARM()
+		err = errors.Join(err, c.closeKeyVault())
 		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}

@@ -9,8 +9,11 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/arm/authorization"
+	"github.com/cerulean/cerulean/internal/cloud/arm/compute"
+	"github.com/cerulean/cerulean/internal/cloud/arm/containerservice"
 	"github.com/cerulean/cerulean/internal/cloud/arm/managedidentity"
 	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
+	"github.com/cerulean/cerulean/internal/cloud/arm/storage"
 	"github.com/cerulean/cerulean/internal/cloud/authz"
 )
 
@@ -39,6 +42,9 @@ func (c *Cloud) startARM(ctx context.Context, opts Options, boot bootstrap) erro
 	resources.Register(c.arm, "Cerulean local subscription")
 	managedidentity.Register(c.arm, c.entra.Directory)
 	authorization.Register(c.arm, c.entra.Directory)
+	compute.Register(c.arm, c.entra.Directory)
+	storage.Register(c.arm, c.settings.URL)
+	containerservice.Register(c.arm)
 	if err := c.startKeyVault(ctx, opts); err != nil {
 		return err
 	}

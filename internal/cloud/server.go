@@ -22,6 +22,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/admin"
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/cloud/pki"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/fsutil"
@@ -71,6 +72,7 @@ type Cloud struct {
 	store    *store.Store
 	entra    *entra.Service
 	arm      *arm.Service
+	msi      *msi.Service
 	keyVault *keyVaultParts
 	srv      *http.Server
 	served   chan error
@@ -158,6 +160,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	}
 	mux := http.NewServeMux()
 	c.entra.Register(mux)
+	if err := c.startMSI(mux); err != nil {
+		return nil, err
+	}
 	admin.New(admin.Options{
 		Entra: c.entra, TenantID: boot.TenantID, OwnerObjectID: boot.ObjectID, Audience: ResourceManagerAudience,
 		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -58,10 +59,16 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 
 	fmt.Fprintln(opts.Out, "starting the local cloud…")
+	cloudLog, err := os.OpenFile(filepath.Join(dataDir, "logs", "cloud.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the local cloud's log: %w", err)
+	}
+	defer cloudLog.Close()
 	az, err := cloud.Start(ctx, cloud.Options{
 		Addr:     opts.CloudAddr,
 		DataDir:  filepath.Join(dataDir, "cloud"),
 		TrustCAs: [][]byte{cp.CACertPEM}, // federated exchange fetches the cluster issuer's keys
+		Logger:   slog.New(slog.NewJSONHandler(cloudLog, nil)),
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("start the local cloud: %w (stop whatever holds it, or pass --cloud-addr)", err)
@@ -71,11 +78,17 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer az.Close()
 
+	clusterID, issuer, err := registerCluster(ctx, az, cp.IssuerURL)
+	if err != nil {
+		return err
+	}
+
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
+	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
-	printSummary(opts.Out, cp, az.Settings(), envPath)
+	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath)
 
 	exited, which := cp.Exited()
 	select {
@@ -86,13 +99,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 }
 
-func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, envPath string) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string) {
 	fmt.Fprintf(out, `
 Cerulean is up.
   kube-apiserver      %s
   issuer (OIDC)       %s
   kubeconfig          %s
   local cloud         %s  (tenant %s, subscription %s)
+  cluster in the cloud %s
   logs                %s
 
 Use it:
@@ -100,5 +114,5 @@ Use it:
   bin/kubectl get namespaces
 
 Ctrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, filepath.Join(cp.DataDir, "logs"), envPath)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, filepath.Join(cp.DataDir, "logs"), envPath)
 }

@@ -112,6 +112,9 @@ func startUp(t *testing.T, dir string) *upProcess {
 		_ = p.cmd.Process.Kill()
 		if t.Failed() {
 			t.Logf("cerulean up output:\n%s", p.output)
+			if b, err := os.ReadFile(filepath.Join(dir, "logs", "cloud.log")); err == nil {
+				t.Logf("the local cloud's log:\n%s", b)
+			}
 		}
 	})
 	return p
@@ -202,6 +205,20 @@ func isZombie(stat []byte) bool {
 // the bootstrap service principal's secret, trusting SSL_CERT_FILE.
 func requestCloudToken(t *testing.T, env map[string]string) {
 	t.Helper()
+	cred, err := azidentity.NewClientSecretCredential(env["AZURE_TENANT_ID"], env["AZURE_CLIENT_ID"], env["AZURE_CLIENT_SECRET"],
+		&azidentity.ClientSecretCredentialOptions{ClientOptions: clientOptions(t, env), DisableInstanceDiscovery: true})
+	if err != nil {
+		t.Fatalf("credential: %v", err)
+	}
+	if _, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{armScope(env)}}); err != nil {
+		t.Fatalf("token from the local cloud with DIR/env's credentials: %v", err)
+	}
+}
+
+// clientOptions point an Azure SDK client at the cloud DIR/env describes. SSL_CERT_FILE is read
+// here because Go reads it once per process, before the test could set it.
+func clientOptions(t *testing.T, env map[string]string) azcore.ClientOptions {
+	t.Helper()
 	caPEM, err := os.ReadFile(env["SSL_CERT_FILE"])
 	if err != nil {
 		t.Fatalf("SSL_CERT_FILE: %v", err)
@@ -210,19 +227,19 @@ func requestCloudToken(t *testing.T, env map[string]string) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		t.Fatalf("SSL_CERT_FILE %s holds no certificate", env["SSL_CERT_FILE"])
 	}
-	opts := azcore.ClientOptions{
-		Cloud:     cloud.Configuration{ActiveDirectoryAuthorityHost: env["AZURE_AUTHORITY_HOST"]},
+	return azcore.ClientOptions{
+		Cloud: cloud.Configuration{
+			ActiveDirectoryAuthorityHost: env["AZURE_AUTHORITY_HOST"],
+			Services: map[cloud.ServiceName]cloud.ServiceConfiguration{cloud.ResourceManager: {
+				Audience: env["AZURE_RESOURCE_MANAGER_AUDIENCE"], Endpoint: env["AZURE_RESOURCE_MANAGER_ENDPOINT"],
+			}},
+		},
 		Transport: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}},
 	}
-	cred, err := azidentity.NewClientSecretCredential(env["AZURE_TENANT_ID"], env["AZURE_CLIENT_ID"], env["AZURE_CLIENT_SECRET"],
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
-	if err != nil {
-		t.Fatalf("credential: %v", err)
-	}
-	scope := strings.TrimSuffix(env["AZURE_RESOURCE_MANAGER_AUDIENCE"], "/") + "/.default"
-	if _, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{scope}}); err != nil {
-		t.Fatalf("token from the local cloud with DIR/env's credentials: %v", err)
-	}
+}
+
+func armScope(env map[string]string) string {
+	return strings.TrimSuffix(env["AZURE_RESOURCE_MANAGER_AUDIENCE"], "/") + "/.default"
 }
 
 func kubectl(t *testing.T, kubeconfig string, args ...string) string {

@@ -1,0 +1,378 @@
+// Package containerservice is the Microsoft.ContainerService provider of the local cloud:
+// managed clusters, with only what identity needs — the OIDC issuer and the workload identity
+// switch. A cluster can be bound to a real local control plane, whose service-account issuer then
+// becomes the cluster's issuerURL, so federated credentials name an issuer that really signs tokens.
+package containerservice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
+	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
+	"github.com/cerulean/cerulean/internal/cloud/httpx"
+	"github.com/cerulean/cerulean/internal/cloud/store"
+)
+
+// ClusterType is the managed cluster resource type.
+const ClusterType = "Microsoft.ContainerService/managedClusters"
+
+const clusterAction = "Microsoft.ContainerService/managedClusters/"
+
+// Versions: armcontainerservice/v6 2025-02-01, Azure Service Operator 2024-09-01, and the
+// other stable versions current SDKs and the Azure CLI send.
+var Versions = []string{
+	"2023-08-01", "2024-01-01", "2024-02-01", "2024-05-01", "2024-07-01", "2024-08-01", "2024-09-01",
+	"2024-10-01", "2025-01-01", "2025-02-01", "2025-03-01", "2025-04-01", "2025-05-01", "2025-07-01",
+}
+
+// AKS: 1-63 characters, letters, digits, '-' and '_', starting and ending with a letter or digit.
+var clusterName = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$`)
+
+// ErrNotBound reports a cluster that has no local control plane behind it.
+var ErrNotBound = errors.New("cluster is not bound to a local control plane")
+
+// Provider serves Microsoft.ContainerService.
+type Provider struct {
+	svc *arm.Service
+}
+
+// Register adds the provider's type and routes to svc.
+func Register(svc *arm.Service) *Provider {
+	p := &Provider{svc: svc}
+	svc.RegisterType(arm.Type{Name: ClusterType, APIVersions: Versions})
+	const (
+		rg = "/subscriptions/{subscriptionId}/resourceGroups/rg-example"
+		mc = rg + "/providers/Microsoft.ContainerService/managedClusters/aks-example"
+	)
+	for _, rt := range []arm.Route{
+		{Method: http.MethodGet, Type: ClusterType, Collection: true, Action: clusterAction + "read", Handle: p.list, Example: rg + "/providers/Microsoft.ContainerService/managedClusters"},
+		{Method: http.MethodPut, Type: ClusterType, Action: clusterAction + "write", Handle: p.put, Example: mc},
+		{Method: http.MethodPatch, Type: ClusterType, Action: clusterAction + "write", Handle: p.patch, Example: mc},
+		{Method: http.MethodGet, Type: ClusterType, Action: clusterAction + "read", Handle: p.get, Example: mc},
+		{Method: http.MethodDelete, Type: ClusterType, Action: clusterAction + "delete", Handle: p.delete, Example: mc},
+	} {
+		svc.Handle(rt)
+	}
+	return p
+}
+
+// properties are what the cloud keeps of a cluster. Everything else a client sends is accepted
+// and returned unchanged in other, so real clients' full bodies round-trip.
+type properties struct {
+	OIDCIssuerEnabled       bool `json:"oidcIssuerEnabled"`
+	WorkloadIdentityEnabled bool `json:"workloadIdentityEnabled"`
+	// IssuerID makes an unbound cluster's issuer URL unique and stable, as AKS's is.
+	IssuerID string `json:"issuerId"`
+	// BoundIssuerURL is the service-account issuer of the local control plane behind the cluster.
+	BoundIssuerURL string                     `json:"boundIssuerUrl,omitempty"`
+	Other          map[string]json.RawMessage `json:"other,omitempty"`
+}
+
+type clusterBody struct {
+	Location   string                     `json:"location"`
+	Tags       map[string]string          `json:"tags"`
+	Properties map[string]json.RawMessage `json:"properties"`
+}
+
+type oidcIssuerProfile struct {
+	Enabled   *bool  `json:"enabled,omitempty"`
+	IssuerURL string `json:"issuerURL,omitempty"`
+}
+
+type securityProfile struct {
+	WorkloadIdentity *struct {
+		Enabled *bool `json:"enabled,omitempty"`
+	} `json:"workloadIdentity,omitempty"`
+}
+
+// issuerURL is the cluster's OIDC issuer: the bound control plane's, or one in AKS's shape under
+// the cloud's address for a cluster with nothing behind it (it signs no tokens).
+func (p *Provider) issuerURL(props properties) string {
+	if props.BoundIssuerURL != "" {
+		return props.BoundIssuerURL
+	}
+	return p.svc.BaseURL() + "/oidc/" + p.svc.TenantID() + "/" + props.IssuerID + "/"
+}
+
+func (p *Provider) view(r arm.Resource) map[string]any {
+	var props properties
+	_ = json.Unmarshal(r.Properties, &props)
+	out := map[string]any{}
+	for k, v := range props.Other {
+		out[k] = v
+	}
+	oidc := map[string]any{"enabled": props.OIDCIssuerEnabled}
+	if props.OIDCIssuerEnabled {
+		oidc["issuerURL"] = p.issuerURL(props)
+	}
+	out["oidcIssuerProfile"] = oidc
+	sec := map[string]any{}
+	if raw, ok := props.Other["securityProfile"]; ok {
+		_ = json.Unmarshal(raw, &sec)
+	}
+	sec["workloadIdentity"] = map[string]any{"enabled": props.WorkloadIdentityEnabled}
+	out["securityProfile"] = sec
+	out["provisioningState"] = arm.StateSucceeded
+	out["powerState"] = map[string]string{"code": "Running"}
+	view := map[string]any{
+		"id": r.ID, "name": r.Name, "type": ClusterType, "location": r.Location, "properties": out,
+	}
+	if len(r.Tags) > 0 {
+		view["tags"] = r.Tags
+	}
+	return view
+}
+
+// placed checks that an id names a cluster directly in a resource group.
+func placed(id armid.ID) error {
+	if id.ResourceGroup() == "" || len(id.Segments) != 3 {
+		return arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be used at this scope.", id.ResourceType())
+	}
+	return nil
+}
+
+// merge applies a request body to the stored properties. Turning the OIDC issuer off again, and
+// workload identity without the issuer, are refused as AKS refuses them.
+func merge(cur properties, body map[string]json.RawMessage) (properties, error) {
+	next := cur
+	next.Other = map[string]json.RawMessage{}
+	for k, v := range body {
+		switch k {
+		case "oidcIssuerProfile", "provisioningState", "powerState":
+		default:
+			next.Other[k] = v
+		}
+	}
+	if raw, ok := body["oidcIssuerProfile"]; ok {
+		var o oidcIssuerProfile
+		if err := arm.DecodeJSON(raw, &o); err != nil {
+			return cur, err
+		}
+		if o.Enabled != nil {
+			if cur.OIDCIssuerEnabled && !*o.Enabled {
+				return cur, arm.Errorf(http.StatusBadRequest, "OIDCIssuerFeatureCannotBeDisabled", "OIDC issuer feature cannot be disabled once it is enabled.")
+			}
+			next.OIDCIssuerEnabled = *o.Enabled
+		}
+	}
+	if raw, ok := body["securityProfile"]; ok {
+		var s securityProfile
+		if err := arm.DecodeJSON(raw, &s); err != nil {
+			return cur, err
+		}
+		if s.WorkloadIdentity != nil && s.WorkloadIdentity.Enabled != nil {
+			next.WorkloadIdentityEnabled = *s.WorkloadIdentity.Enabled
+		}
+	}
+	if next.WorkloadIdentityEnabled && !next.OIDCIssuerEnabled {
+		return cur, arm.Errorf(http.StatusBadRequest, "OIDCIssuerNotEnabled", "Enabling workload identity requires the OIDC issuer to be enabled (properties.oidcIssuerProfile.enabled).")
+	}
+	return next, nil
+}
+
+func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if err := placed(r.ID); err != nil {
+		return httpx.Response{}, err
+	}
+	name := r.ID.Name()
+	if !clusterName.MatchString(name) {
+		return httpx.Response{}, arm.ErrInvalidName(name, "Managed cluster names must have 1 to 63 characters, contain only letters, digits, '-' and '_', and start and end with a letter or digit.")
+	}
+	var body clusterBody
+	if err := r.Decode(&body); err != nil {
+		return httpx.Response{}, err
+	}
+	if body.Location == "" || len(body.Location) > 64 {
+		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+	}
+	if err := resources.ValidateTags(body.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	var out arm.Resource
+	created := false
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
+			return err
+		}
+		cur, err := arm.GetTx(tx, r.ID)
+		var props properties
+		switch {
+		case err == nil:
+			if err := json.Unmarshal(cur.Properties, &props); err != nil {
+				return fmt.Errorf("decode stored cluster: %w", err)
+			}
+			out = cur
+		case isNotFound(err):
+			props.IssuerID = uuid.NewString()
+			out = arm.Resource{ID: r.ID.String(), Name: name, Type: ClusterType}
+			created = true
+		default:
+			return err
+		}
+		if props, err = merge(props, body.Properties); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(props)
+		if err != nil {
+			return err
+		}
+		out.Properties = raw
+		out.Location, out.Tags = strings.ToLower(strings.ReplaceAll(body.Location, " ", "")), body.Tags
+		return arm.PutTx(tx, out)
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return httpx.Response{Status: status, Body: p.view(out)}, nil
+}
+
+// patch updates tags, as the SDK's BeginUpdateTags does.
+func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if err := placed(r.ID); err != nil {
+		return httpx.Response{}, err
+	}
+	var body struct {
+		Tags map[string]string `json:"tags"`
+	}
+	if err := r.Decode(&body); err != nil {
+		return httpx.Response{}, err
+	}
+	if err := resources.ValidateTags(body.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	var out arm.Resource
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
+			return err
+		}
+		cur, err := arm.GetTx(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		cur.Tags = body.Tags
+		out = cur
+		return arm.PutTx(tx, cur)
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return httpx.Response{Body: p.view(out)}, nil
+}
+
+func (p *Provider) get(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if err := placed(r.ID); err != nil {
+		return httpx.Response{}, err
+	}
+	var out arm.Resource
+	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
+			return err
+		}
+		var err error
+		out, err = arm.GetTx(tx, r.ID)
+		return err
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return httpx.Response{Body: p.view(out)}, nil
+}
+
+// delete is long-running, as AKS's is: the SDK's poller expects 202 (or 204 when there is
+// nothing to delete).
+func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if err := placed(r.ID); err != nil {
+		return httpx.Response{}, err
+	}
+	var cur arm.Resource
+	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		var err error
+		cur, err = arm.GetTx(tx, r.ID)
+		return err
+	})
+	if isNotFound(err) {
+		return httpx.Response{Status: http.StatusNoContent}, nil
+	}
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return p.svc.BeginDelete(ctx, r, cur)
+}
+
+func (p *Provider) list(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	scope := r.ID.Parent()
+	if n := len(scope.Segments); n != 1 && (n != 2 || scope.ResourceGroup() == "") {
+		return httpx.Response{}, arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be listed at this scope.", ClusterType)
+	}
+	var all []arm.Resource
+	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		if scope.ResourceGroup() != "" {
+			if err := arm.CheckGroupTx(tx, r.ID); err != nil {
+				return err
+			}
+		}
+		var err error
+		all, err = arm.ListTx(tx, scope, ClusterType)
+		return err
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	out := struct {
+		Value []map[string]any `json:"value"`
+	}{Value: []map[string]any{}}
+	for _, res := range all {
+		out.Value = append(out.Value, p.view(res))
+	}
+	return httpx.Response{Body: out}, nil
+}
+
+// Bind puts a local control plane behind an existing cluster: its issuerURL becomes issuer, the
+// control plane's service-account issuer. It is an in-process call, not an ARM route, because
+// it decides which issuer a cluster stands for.
+func Bind(ctx context.Context, svc *arm.Service, clusterID, issuer string) error {
+	id, err := armid.Parse(clusterID)
+	if err != nil {
+		return fmt.Errorf("bind cluster: %w", err)
+	}
+	if u, err := url.Parse(issuer); err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("bind cluster: issuer %q is not an https URL", issuer)
+	}
+	return svc.Store().Update(ctx, func(tx *store.Tx) error {
+		cur, err := arm.GetTx(tx, id)
+		if err != nil {
+			return fmt.Errorf("bind cluster: %w", err)
+		}
+		if !strings.EqualFold(cur.Type, ClusterType) {
+			return fmt.Errorf("bind cluster: %s is a %s", clusterID, cur.Type)
+		}
+		var props properties
+		if err := json.Unmarshal(cur.Properties, &props); err != nil {
+			return fmt.Errorf("bind cluster: decode stored cluster: %w", err)
+		}
+		props.BoundIssuerURL = issuer
+		if cur.Properties, err = json.Marshal(props); err != nil {
+			return err
+		}
+		return arm.PutTx(tx, cur)
+	})
+}
+
+func isNotFound(err error) bool {
+	var ae *arm.Error
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}

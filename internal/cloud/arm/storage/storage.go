@@ -1,0 +1,443 @@
+// Package storage is the Microsoft.Storage provider of the local cloud: storage accounts as far
+// as the manager exports their connection details (create, get, list, delete, listKeys,
+// regenerateKey, primaryEndpoints, checkNameAvailability). There is no data plane: the endpoints
+// are path-style URLs on the cloud's origin, reserved for one.
+package storage
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
+	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
+	"github.com/cerulean/cerulean/internal/cloud/httpx"
+	"github.com/cerulean/cerulean/internal/cloud/store"
+)
+
+// Types.
+const (
+	AccountType       = "Microsoft.Storage/storageAccounts"
+	listKeysType      = "Microsoft.Storage/storageAccounts/listKeys"
+	regenerateKeyType = "Microsoft.Storage/storageAccounts/regenerateKey"
+	nameCheckType     = "Microsoft.Storage/checkNameAvailability"
+	action            = "Microsoft.Storage/storageAccounts/"
+)
+
+// Versions: armstorage/v2 sends 2025-01-01, ASO 2023-01-01; the rest are other published ones.
+var Versions = []string{
+	"2019-06-01", "2021-01-01", "2021-02-01", "2021-04-01", "2021-06-01", "2021-08-01", "2021-09-01", "2022-05-01",
+	"2022-09-01", "2023-01-01", "2023-04-01", "2023-05-01", "2024-01-01", "2025-01-01", "2025-06-01",
+}
+
+// Account names are global: 3 to 24 lower-case letters and digits.
+var accountName = regexp.MustCompile(`^[a-z0-9]{3,24}$`)
+
+const nameRule = "Storage account names must be between 3 and 24 characters in length and use numbers and lower-case letters only."
+
+// Provider serves Microsoft.Storage.
+type Provider struct {
+	svc  *arm.Service
+	base string // the cloud's origin, for the endpoints
+}
+
+// Register adds the provider's types and routes to svc; baseURL is the cloud's origin.
+func Register(svc *arm.Service, baseURL string) *Provider {
+	p := &Provider{svc: svc, base: strings.TrimSuffix(baseURL, "/")}
+	for _, t := range []string{AccountType, listKeysType, regenerateKeyType, nameCheckType} {
+		svc.RegisterType(arm.Type{Name: t, APIVersions: Versions})
+	}
+	const (
+		sub = "/subscriptions/{subscriptionId}"
+		rg  = sub + "/resourceGroups/rg-example"
+		sa  = rg + "/providers/Microsoft.Storage/storageAccounts/stexample"
+	)
+	// An action's scope is the account (the collection's parent: the default).
+	for _, rt := range []arm.Route{
+		{Method: http.MethodPut, Type: AccountType, Action: action + "write", Handle: p.put, Example: sa},
+		{Method: http.MethodGet, Type: AccountType, Action: action + "read", Handle: p.get, Example: sa},
+		{Method: http.MethodDelete, Type: AccountType, Action: action + "delete", Handle: p.delete, Example: sa},
+		{Method: http.MethodGet, Type: AccountType, Collection: true, Action: action + "read", Handle: p.list, Example: rg + "/providers/Microsoft.Storage/storageAccounts"},
+		{Method: http.MethodPost, Type: listKeysType, Collection: true, Action: action + "listkeys/action", Handle: p.listKeys, Example: sa + "/listKeys"},
+		{Method: http.MethodPost, Type: regenerateKeyType, Collection: true, Action: action + "regeneratekey/action", Handle: p.regenerateKey, Example: sa + "/regenerateKey"},
+		{Method: http.MethodPost, Type: nameCheckType, Collection: true, Action: "Microsoft.Storage/checkNameAvailability/read", Handle: p.checkName, Example: sub + "/providers/Microsoft.Storage/checkNameAvailability"},
+	} {
+		svc.Handle(rt)
+	}
+	return p
+}
+
+// stored is what the provider keeps in arm.Resource.Properties. The keys are kept in the clear:
+// listKeys must return them.
+type stored struct {
+	Properties json.RawMessage `json:"properties,omitempty"` // the client's
+	SKU        string          `json:"sku"`
+	Kind       string          `json:"kind"`
+	Keys       []key           `json:"keys"`
+	Created    time.Time       `json:"created"`
+}
+
+type key struct {
+	Name    string    `json:"keyName"`
+	Value   string    `json:"value"`
+	Created time.Time `json:"creationTime"`
+}
+
+type body struct {
+	Location string            `json:"location"`
+	Tags     map[string]string `json:"tags"`
+	Kind     string            `json:"kind"`
+	SKU      *struct {
+		Name string `json:"name"`
+	} `json:"sku"`
+	Properties json.RawMessage `json:"properties"`
+}
+
+func placed(id armid.ID) error {
+	if id.ResourceGroup() == "" || len(id.Segments) != 3 {
+		return arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be used at this scope.", AccountType)
+	}
+	return nil
+}
+
+func newKey(name string, now time.Time) key {
+	b := make([]byte, 64)
+	_, _ = rand.Read(b)
+	return key{Name: name, Value: base64.StdEncoding.EncodeToString(b), Created: now}
+}
+
+func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if err := placed(r.ID); err != nil {
+		return httpx.Response{}, err
+	}
+	name := r.ID.Name()
+	if !accountName.MatchString(name) {
+		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "AccountNameInvalid", "%s is not a valid storage account name. %s", clip(name, 64), nameRule)
+	}
+	var b body
+	if err := r.Decode(&b); err != nil {
+		return httpx.Response{}, err
+	}
+	switch {
+	case b.Location == "" || len(b.Location) > 64:
+		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+	case b.SKU == nil || b.SKU.Name == "" || len(b.SKU.Name) > 64:
+		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "MissingRequiredProperty", "The 'sku.name' property is required.")
+	case len(b.Kind) > 64:
+		return httpx.Response{}, arm.ErrBadRequest("The 'kind' property is invalid.")
+	case len(b.Properties) > 0 && !isObject(b.Properties):
+		return httpx.Response{}, arm.ErrInvalidContent("the value at 'properties' must be an object.")
+	}
+	if err := resources.ValidateTags(b.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	if b.Kind == "" {
+		b.Kind = "StorageV2"
+	}
+	var out arm.Resource
+	created := false
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
+			return err
+		}
+		res, err := arm.GetTx(tx, r.ID)
+		var st stored
+		var ae *arm.Error
+		switch {
+		case err == nil:
+			if err := json.Unmarshal(res.Properties, &st); err != nil {
+				return err
+			}
+		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+			if taken, err := p.takenTx(tx, name); err != nil {
+				return err
+			} else if taken {
+				return arm.Errorf(http.StatusConflict, "StorageAccountAlreadyTaken", "The storage account named %s is already taken.", name)
+			}
+			now := p.svc.Now().UTC()
+			created = true
+			res = arm.Resource{ID: r.ID.String(), Name: name, Type: AccountType}
+			st = stored{Keys: []key{newKey("key1", now), newKey("key2", now)}, Created: now}
+		default:
+			return err
+		}
+		res.Location, res.Tags = strings.ToLower(strings.ReplaceAll(b.Location, " ", "")), b.Tags
+		st.SKU, st.Kind, st.Properties = b.SKU.Name, b.Kind, b.Properties
+		if res.Properties, err = json.Marshal(st); err != nil {
+			return err
+		}
+		out = res
+		return arm.PutTx(tx, res)
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	return httpx.Response{Status: status, Body: p.view(out)}, nil
+}
+
+// takenTx reports whether an account of this name exists anywhere in the cloud.
+func (p *Provider) takenTx(tx *store.Tx, name string) (bool, error) {
+	all, err := arm.ListTx(tx, armid.Root, AccountType)
+	if err != nil {
+		return false, err
+	}
+	for _, a := range all {
+		if strings.EqualFold(a.Name, name) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (p *Provider) account(ctx context.Context, id armid.ID) (arm.Resource, stored, error) {
+	var res arm.Resource
+	var st stored
+	if err := placed(id); err != nil {
+		return res, st, err
+	}
+	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		var err error
+		if res, err = arm.GetTx(tx, id); err != nil {
+			return err
+		}
+		return json.Unmarshal(res.Properties, &st)
+	})
+	return res, st, err
+}
+
+func (p *Provider) get(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	res, _, err := p.account(ctx, r.ID)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return httpx.Response{Body: p.view(res)}, nil
+}
+
+func (p *Provider) list(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	scope := r.ID.Parent()
+	if n := len(scope.Segments); n != 1 && !(n == 2 && scope.ResourceGroup() != "") {
+		return httpx.Response{}, arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be listed at this scope.", AccountType)
+	}
+	var all []arm.Resource
+	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
+			return err
+		}
+		var err error
+		all, err = arm.ListTx(tx, scope, AccountType)
+		return err
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	out := struct {
+		Value []accountJSON `json:"value"`
+	}{Value: []accountJSON{}}
+	for _, res := range all {
+		out.Value = append(out.Value, p.view(res))
+	}
+	return httpx.Response{Body: out}, nil
+}
+
+func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if err := placed(r.ID); err != nil {
+		return httpx.Response{}, err
+	}
+	found := true
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		res, err := arm.GetTx(tx, r.ID)
+		var ae *arm.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			found = false
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return p.svc.DeleteTx(tx, res)
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	if !found {
+		return httpx.Response{Status: http.StatusNoContent}, nil
+	}
+	return httpx.Response{Status: http.StatusOK}, nil
+}
+
+type keysJSON struct {
+	Keys []keyJSON `json:"keys"`
+}
+
+type keyJSON struct {
+	KeyName      string    `json:"keyName"`
+	Value        string    `json:"value"`
+	Permissions  string    `json:"permissions"`
+	CreationTime time.Time `json:"creationTime"`
+}
+
+func keysView(st stored) keysJSON {
+	out := keysJSON{Keys: []keyJSON{}}
+	for _, k := range st.Keys {
+		out.Keys = append(out.Keys, keyJSON{KeyName: k.Name, Value: k.Value, Permissions: "FULL", CreationTime: k.Created})
+	}
+	return out
+}
+
+// listKeys serves POST {account}/listKeys; r.ID is the action's collection, its parent the account.
+func (p *Provider) listKeys(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	_, st, err := p.account(ctx, r.ID.Parent())
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return httpx.Response{Body: keysView(st)}, nil
+}
+
+func (p *Provider) regenerateKey(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	id := r.ID.Parent()
+	if err := placed(id); err != nil {
+		return httpx.Response{}, err
+	}
+	var b struct {
+		KeyName string `json:"keyName"`
+	}
+	if err := r.Decode(&b); err != nil {
+		return httpx.Response{}, err
+	}
+	name := strings.ToLower(b.KeyName)
+	if name != "key1" && name != "key2" {
+		return httpx.Response{}, arm.ErrBadRequest("The 'keyName' must be 'key1' or 'key2'.")
+	}
+	var st stored
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		res, err := arm.GetTx(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(res.Properties, &st); err != nil {
+			return err
+		}
+		for i, k := range st.Keys {
+			if k.Name == name {
+				st.Keys[i] = newKey(name, p.svc.Now().UTC())
+			}
+		}
+		if res.Properties, err = json.Marshal(st); err != nil {
+			return err
+		}
+		return arm.PutTx(tx, res)
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return httpx.Response{Body: keysView(st)}, nil
+}
+
+func (p *Provider) checkName(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if len(r.ID.Segments) != 2 {
+		return httpx.Response{}, arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be used at this scope.", nameCheckType)
+	}
+	var b struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	if err := r.Decode(&b); err != nil {
+		return httpx.Response{}, err
+	}
+	type result struct {
+		NameAvailable bool   `json:"nameAvailable"`
+		Reason        string `json:"reason,omitempty"`
+		Message       string `json:"message,omitempty"`
+	}
+	if !accountName.MatchString(b.Name) {
+		return httpx.Response{Body: result{Reason: "AccountNameInvalid", Message: clip(b.Name, 64) + " is not a valid storage account name. " + nameRule}}, nil
+	}
+	var taken bool
+	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		var err error
+		taken, err = p.takenTx(tx, b.Name)
+		return err
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	if taken {
+		return httpx.Response{Body: result{Reason: "AlreadyExists", Message: "The storage account named " + b.Name + " is already taken."}}, nil
+	}
+	return httpx.Response{Body: result{NameAvailable: true}}, nil
+}
+
+type skuJSON struct {
+	Name string `json:"name"`
+	Tier string `json:"tier"`
+}
+
+type accountJSON struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Location   string            `json:"location"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Kind       string            `json:"kind"`
+	SKU        skuJSON           `json:"sku"`
+	Properties map[string]any    `json:"properties"`
+}
+
+// Endpoints are the account's primaryEndpoints: path-style, on the cloud's origin.
+func (p *Provider) Endpoints(account string) map[string]string {
+	out := map[string]string{}
+	for _, svc := range []string{"blob", "queue", "table", "file", "dfs", "web"} {
+		out[svc] = p.base + "/storage/" + svc + "/" + account + "/"
+	}
+	return out
+}
+
+func (p *Provider) view(r arm.Resource) accountJSON {
+	var st stored
+	_ = json.Unmarshal(r.Properties, &st)
+	props := map[string]any{}
+	if len(st.Properties) > 0 {
+		_ = json.Unmarshal(st.Properties, &props)
+	}
+	keyTimes := map[string]time.Time{}
+	for _, k := range st.Keys {
+		keyTimes[k.Name] = k.Created
+	}
+	props["provisioningState"] = arm.StateSucceeded
+	props["creationTime"] = st.Created
+	props["primaryEndpoints"] = p.Endpoints(r.Name)
+	props["primaryLocation"] = r.Location
+	props["statusOfPrimary"] = "available"
+	props["keyCreationTime"] = keyTimes
+	tier := "Standard"
+	if strings.HasPrefix(strings.ToLower(st.SKU), "premium") {
+		tier = "Premium"
+	}
+	return accountJSON{
+		ID: r.ID, Name: r.Name, Type: r.Type, Location: r.Location, Tags: r.Tags, Kind: st.Kind,
+		SKU: skuJSON{Name: st.SKU, Tier: tier}, Properties: props,
+	}
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' || bytes.Equal(t, []byte("null"))
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -143,7 +143,6 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 		b.Kind = "StorageV2"
 	}
 	var out arm.Resource
-	created := false
 	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
 		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
 			return err
@@ -163,7 +162,6 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 				return arm.Errorf(http.StatusConflict, "StorageAccountAlreadyTaken", "The storage account named %s is already taken.", name)
 			}
 			now := p.svc.Now().UTC()
-			created = true
 			res = arm.Resource{ID: r.ID.String(), Name: name, Type: AccountType}
 			st = stored{Keys: []key{newKey("key1", now), newKey("key2", now)}, Created: now}
 		default:
@@ -180,11 +178,8 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	return httpx.Response{Status: status, Body: p.view(out)}, nil
+	// Storage answers a create with 200 (or 202), never 201: armstorage accepts only those.
+	return httpx.Response{Body: p.view(out)}, nil
 }
 
 // takenTx reports whether an account of this name exists anywhere in the cloud.
@@ -290,7 +285,7 @@ type keyJSON struct {
 func keysView(st stored) keysJSON {
 	out := keysJSON{Keys: []keyJSON{}}
 	for _, k := range st.Keys {
-		out.Keys = append(out.Keys, keyJSON{KeyName: k.Name, Value: k.Value, Permissions: "FULL", CreationTime: k.Created})
+		out.Keys = append(out.Keys, keyJSON{KeyName: k.Name, Value: k.Value, Permissions: "Full", CreationTime: k.Created})
 	}
 	return out
 }

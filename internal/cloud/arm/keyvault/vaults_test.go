@@ -1,0 +1,279 @@
+package keyvault_test
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+	"github.com/google/uuid"
+
+	"github.com/cerulean/cerulean/internal/cloud"
+	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
+)
+
+type env struct {
+	c      *cloud.Cloud
+	s      cloud.Settings
+	cred   azcore.TokenCredential
+	vaults *armkeyvault.VaultsClient
+	groups *armresources.ResourceGroupsClient
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	limits := cloudarm.Unlimited
+	c, err := cloud.Start(t.Context(), cloud.Options{
+		Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
+		ARM: cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits},
+	})
+	if err != nil {
+		t.Fatalf("start cloud: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	e := &env{c: c, s: c.Settings()}
+	e.cred, err = azidentity.NewClientSecretCredential(e.s.TenantID, e.s.ClientID, e.s.ClientSecret, &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.ClientOptions()
+	o.Retry = policy.RetryOptions{MaxRetries: -1}
+	opts := &arm.ClientOptions{ClientOptions: o}
+	if e.vaults, err = armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.cred, opts); err != nil {
+		t.Fatal(err)
+	}
+	if e.groups, err = armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.cred, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, rg := range []string{"rg-a", "rg-b"} {
+		if _, err := e.groups.CreateOrUpdate(t.Context(), rg, armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func (e *env) params(mode *armkeyvault.CreateMode, purgeProtection bool) armkeyvault.VaultCreateOrUpdateParameters {
+	p := armkeyvault.VaultCreateOrUpdateParameters{Location: to.Ptr("eastus"), Tags: map[string]*string{"team": to.Ptr("a")},
+		Properties: &armkeyvault.VaultProperties{
+			TenantID: to.Ptr(e.s.TenantID), EnableRbacAuthorization: to.Ptr(true), CreateMode: mode,
+			SKU:                       &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
+			SoftDeleteRetentionInDays: to.Ptr[int32](7),
+		}}
+	if purgeProtection {
+		p.Properties.EnablePurgeProtection = to.Ptr(true)
+	}
+	return p
+}
+
+func (e *env) create(t *testing.T, rg, name string, p armkeyvault.VaultCreateOrUpdateParameters) (armkeyvault.Vault, error) {
+	t.Helper()
+	poller, err := e.vaults.BeginCreateOrUpdate(t.Context(), rg, name, p, nil)
+	if err != nil {
+		return armkeyvault.Vault{}, err
+	}
+	res, err := poller.PollUntilDone(t.Context(), &runtime.PollUntilDoneOptions{Frequency: 50 * time.Millisecond})
+	return res.Vault, err
+}
+
+func wantCode(t *testing.T, err error, status int, code string) {
+	t.Helper()
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != status || re.ErrorCode != code {
+		t.Fatalf("err = %v, want %d %s", err, status, code)
+	}
+}
+
+// secretsOf grants the bootstrap principal Secrets Officer on the vault and returns a client.
+func (e *env) secretsOf(t *testing.T, v armkeyvault.Vault) *azsecrets.Client {
+	t.Helper()
+	ra, err := armauthorization.NewRoleAssignmentsClient(e.s.SubscriptionID, e.cred, &arm.ClientOptions{ClientOptions: e.c.ClientOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ra.Create(t.Context(), *v.ID, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{Properties: &armauthorization.RoleAssignmentProperties{
+		RoleDefinitionID: to.Ptr("/subscriptions/" + e.s.SubscriptionID + "/providers/Microsoft.Authorization/roleDefinitions/b86a8fe4-44ce-4948-aee5-eccb2c155cd7"),
+		PrincipalID:      to.Ptr(e.s.ObjectID),
+	}}, nil)
+	if err != nil {
+		t.Fatalf("assign Secrets Officer: %v", err)
+	}
+	o := e.c.ClientOptions()
+	o.Retry = policy.RetryOptions{MaxRetries: -1}
+	c, err := azsecrets.NewClient(*v.Properties.VaultURI, e.cred, &azsecrets.ClientOptions{ClientOptions: o, DisableChallengeResourceVerification: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestVaultLifecycle(t *testing.T) {
+	e := start(t)
+	ctx := t.Context()
+
+	// Create is a long-running operation: the poller is not done after the first response.
+	poller, err := e.vaults.BeginCreateOrUpdate(ctx, "rg-a", "kv-life", e.params(nil, false), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if poller.Done() {
+		t.Fatal("create finished in its first response; want a poller to follow")
+	}
+	res, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Vault
+	u, err := url.Parse(*v.Properties.VaultURI)
+	if err != nil || u.Scheme != "https" || u.Hostname() != "127.0.0.1" || u.Port() == "" {
+		t.Fatalf("vaultUri = %s", *v.Properties.VaultURI)
+	}
+	if *v.Properties.ProvisioningState != armkeyvault.VaultProvisioningStateSucceeded || !*v.Properties.EnableSoftDelete ||
+		*v.Properties.SoftDeleteRetentionInDays != 7 || *v.Type != "Microsoft.KeyVault/vaults" {
+		t.Fatalf("vault = %+v", v.Properties)
+	}
+	if _, err := e.vaults.Get(ctx, "rg-a", "kv-life", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Names: 3-24 characters, letter first, letter or digit last, no "--"; unique in the cloud.
+	for _, bad := range []string{"ab", strings.Repeat("a", 25), "1abc", "a--b", "abc-", "a_bc"} {
+		_, err := e.vaults.BeginCreateOrUpdate(ctx, "rg-a", bad, e.params(nil, false), nil)
+		wantCode(t, err, http.StatusBadRequest, "VaultNameNotValid")
+	}
+	_, err = e.vaults.BeginCreateOrUpdate(ctx, "rg-b", "kv-life", e.params(nil, false), nil)
+	wantCode(t, err, http.StatusConflict, "VaultAlreadyExists")
+	for name, want := range map[string]bool{"kv-life": false, "kv-free": true, "x": false} {
+		r, err := e.vaults.CheckNameAvailability(ctx, armkeyvault.VaultCheckNameAvailabilityParameters{Name: to.Ptr(name), Type: to.Ptr("Microsoft.KeyVault/vaults")}, nil)
+		if err != nil || *r.NameAvailable != want {
+			t.Errorf("checkNameAvailability(%s) = %v, %v", name, r.NameAvailable, err)
+		}
+	}
+
+	// Lists, PATCH.
+	count := func(pager interface {
+		More() bool
+	}, next func() (int, error)) int {
+		n := 0
+		for pager.More() {
+			k, err := next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += k
+		}
+		return n
+	}
+	rgPager := e.vaults.NewListByResourceGroupPager("rg-a", nil)
+	if n := count(rgPager, func() (int, error) { p, err := rgPager.NextPage(ctx); return len(p.Value), err }); n != 1 {
+		t.Errorf("vaults in rg-a = %d", n)
+	}
+	subPager := e.vaults.NewListBySubscriptionPager(nil)
+	if n := count(subPager, func() (int, error) { p, err := subPager.NextPage(ctx); return len(p.Value), err }); n != 1 {
+		t.Errorf("vaults in subscription = %d", n)
+	}
+	patched, err := e.vaults.Update(ctx, "rg-a", "kv-life", armkeyvault.VaultPatchParameters{Tags: map[string]*string{"team": to.Ptr("b")}}, nil)
+	if err != nil || *patched.Tags["team"] != "b" || *patched.Properties.VaultURI != *v.Properties.VaultURI {
+		t.Fatalf("patch: %v", err)
+	}
+	_, err = e.vaults.Update(ctx, "rg-a", "kv-life", armkeyvault.VaultPatchParameters{Properties: &armkeyvault.VaultPatchProperties{SoftDeleteRetentionInDays: to.Ptr[int32](30)}}, nil)
+	wantCode(t, err, http.StatusBadRequest, "BadRequest")
+
+	sc := e.secretsOf(t, v)
+	if _, err := sc.SetSecret(ctx, "kept", azsecrets.SetSecretParameters{Value: to.Ptr("across-recovery")}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Soft delete: gone from the group, listed as deleted, name still held.
+	if _, err := e.vaults.Delete(ctx, "rg-a", "kv-life", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.vaults.Get(ctx, "rg-a", "kv-life", nil)
+	wantCode(t, err, http.StatusNotFound, "ResourceNotFound")
+	if _, err := sc.GetSecret(ctx, "kept", "", nil); err == nil {
+		t.Fatal("the data plane of a deleted vault still answers")
+	}
+	d, err := e.vaults.GetDeleted(ctx, "kv-life", "eastus", nil)
+	if err != nil || !strings.EqualFold(*d.Properties.VaultID, *v.ID) || d.Properties.ScheduledPurgeDate.Sub(*d.Properties.DeletionDate) != 7*24*time.Hour {
+		t.Fatalf("get deleted: %+v %v", d.Properties, err)
+	}
+	delPager := e.vaults.NewListDeletedPager(nil)
+	if n := count(delPager, func() (int, error) { p, err := delPager.NextPage(ctx); return len(p.Value), err }); n != 1 {
+		t.Errorf("deleted vaults = %d", n)
+	}
+	_, err = e.vaults.BeginCreateOrUpdate(ctx, "rg-a", "kv-life", e.params(nil, false), nil)
+	wantCode(t, err, http.StatusConflict, "ConflictError")
+
+	// Recover: same vaultUri, secrets kept.
+	rec, err := e.create(t, "rg-a", "kv-life", e.params(to.Ptr(armkeyvault.CreateModeRecover), false))
+	if err != nil || *rec.Properties.VaultURI != *v.Properties.VaultURI || *rec.Tags["team"] != "b" {
+		t.Fatalf("recover: %v", err)
+	}
+	sc = e.secretsOf(t, rec) // role assignments went with the deleted vault
+	if got, err := sc.GetSecret(ctx, "kept", "", nil); err != nil || *got.Value != "across-recovery" {
+		t.Fatalf("secret after recover: %v", err)
+	}
+
+	// Delete with its resource group, then purge: the name is free and the secrets are gone.
+	gp, err := e.groups.BeginDelete(ctx, "rg-a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gp.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.vaults.GetDeleted(ctx, "kv-life", "eastus", nil); err != nil {
+		t.Fatalf("vault deleted with its group is not soft-deleted: %v", err)
+	}
+	pp, err := e.vaults.BeginPurgeDeleted(ctx, "kv-life", "eastus", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pp.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.vaults.GetDeleted(ctx, "kv-life", "eastus", nil)
+	wantCode(t, err, http.StatusNotFound, "ResourceNotFound")
+	again, err := e.create(t, "rg-b", "kv-life", e.params(nil, false))
+	if err != nil {
+		t.Fatalf("create after purge: %v", err)
+	}
+	page, err := e.secretsOf(t, again).NewListSecretPropertiesPager(nil).NextPage(ctx)
+	if err != nil || len(page.Value) != 0 {
+		t.Fatalf("a purged vault's secrets came back: %v", err)
+	}
+}
+
+func TestPurgeProtection(t *testing.T) {
+	e := start(t)
+	ctx := t.Context()
+	if _, err := e.create(t, "rg-a", "kv-protected", e.params(nil, true)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.vaults.Update(ctx, "rg-a", "kv-protected", armkeyvault.VaultPatchParameters{Properties: &armkeyvault.VaultPatchProperties{EnablePurgeProtection: to.Ptr(false)}}, nil)
+	wantCode(t, err, http.StatusBadRequest, "BadRequest")
+	if _, err := e.vaults.Delete(ctx, "rg-a", "kv-protected", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.vaults.BeginPurgeDeleted(ctx, "kv-protected", "eastus", nil)
+	wantCode(t, err, http.StatusConflict, "Conflict")
+	p := e.params(nil, false)
+	p.Properties.EnableSoftDelete = to.Ptr(false)
+	_, err = e.vaults.BeginCreateOrUpdate(ctx, "rg-a", "kv-nosoft", p, nil)
+	wantCode(t, err, http.StatusBadRequest, "BadRequest")
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
+	ceruleancloud "github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 )
 
@@ -38,10 +39,20 @@ func TestDocsGoEnvironmentCredential(t *testing.T) {
 	}
 }
 
-// TestWorkloadIdentityCredential exchanges a projected token file as a workload-identity pod does.
+// TestWorkloadIdentityCredential exchanges a projected token file as a workload-identity pod does;
+// the cloud trusts the issuer through a CA file, as with --trust-ca.
 func TestWorkloadIdentityCredential(t *testing.T) {
 	is := newIssuer(t)
-	e := start(t, "", is.caPEM())
+	caFile := filepath.Join(t.TempDir(), "issuer-ca.pem")
+	if err := os.WriteFile(caFile, is.caPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ceruleancloud.Start(t.Context(), ceruleancloud.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), TrustCAFiles: []string{caFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	e := &env{c: c, clock: newClock()}
 	s := e.c.Settings()
 	dir := e.c.Entra().Directory
 	mi, err := dir.CreatePrincipal(t.Context(), entra.Principal{TenantID: s.TenantID, Kind: entra.KindManagedIdentity, DisplayName: "pod"})

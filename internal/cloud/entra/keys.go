@@ -65,7 +65,15 @@ func newKeyRing(ctx context.Context, st *store.Store, now func() time.Time, rota
 	if err != nil {
 		return nil, fmt.Errorf("load signing keys: %w", err)
 	}
-	sort.Slice(r.keys, func(i, j int) bool { return r.keys[i].Created.Before(r.keys[j].Created) })
+	// Retired keys first, oldest first; the one key still signing last. Creation times alone can tie
+	// (an injected clock that does not move), so retirement decides.
+	sort.SliceStable(r.keys, func(i, j int) bool {
+		a, b := r.keys[i], r.keys[j]
+		if a.Retired.IsZero() != b.Retired.IsZero() {
+			return !a.Retired.IsZero()
+		}
+		return a.Created.Before(b.Created)
+	})
 	if _, err := r.signer(ctx); err != nil {
 		return nil, err
 	}

@@ -3,8 +3,11 @@ package keyvault
 import (
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cerulean/cerulean/internal/cloud/store"
 )
 
 func TestParseRoute(t *testing.T) {
@@ -162,6 +165,42 @@ func FuzzParseBodies(f *testing.F) {
 		}
 		if blob, err := parseRestoreBody(body); err == nil && len(blob) > maxBackupBlobBytes+3 {
 			t.Fatalf("accepted a %d-byte backup", len(blob))
+		}
+	})
+}
+
+// FuzzUnseal checks that restore accepts only blobs this cloud sealed, whatever the bytes.
+func FuzzUnseal(f *testing.F) {
+	st, err := store.Open(f.Context(), filepath.Join(f.TempDir(), "state.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = st.Close() })
+	sl, err := newSealer(f.Context(), st)
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := sl.seal(backupOf{Name: "n", Latest: strings.Repeat("a", 32), Versions: []version{{ID: strings.Repeat("a", 32), Value: "v"}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := sl.unseal(good); err != nil {
+		f.Fatalf("unseal of a sealed backup: %v", err)
+	}
+	f.Add(good)
+	f.Add([]byte{})
+	f.Add([]byte{backupFormat})
+	f.Add(append([]byte{backupFormat}, make([]byte, 40)...))
+	f.Fuzz(func(t *testing.T, blob []byte) {
+		b, err := sl.unseal(blob)
+		if err != nil {
+			if e := (*Error)(nil); !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+				t.Fatalf("err = %v, want 400", err)
+			}
+			return
+		}
+		if !secretName.MatchString(b.Name) || len(b.Versions) == 0 {
+			t.Fatalf("accepted an invalid backup %+v", b)
 		}
 	})
 }

@@ -54,16 +54,20 @@ func runCloud(ctx context.Context, opts cloud.Options) error {
 }
 
 func newCloudEnvCommand() *cobra.Command {
-	dataDir := ""
+	dataDir, compute := "", ""
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print the shell exports that point Azure clients at the local cloud",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if compute != "" {
+				return runComputeEnv(cmd.OutOrStdout(), dataDir, compute)
+			}
 			return runCloudEnv(cmd.OutOrStdout(), dataDir)
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultCloudDataDir(), "the cloud's data directory")
+	cmd.Flags().StringVar(&compute, "compute", "", "print only IDENTITY_ENDPOINT, IDENTITY_HEADER and SSL_CERT_FILE for code on this VM or scale set (resource id)")
 	return cmd
 }
 
@@ -73,5 +77,16 @@ func runCloudEnv(out io.Writer, dataDir string) error {
 		return err
 	}
 	_, err = fmt.Fprint(out, env)
+	return err
+}
+
+// runComputeEnv prints what code on one VM or scale set needs for its managed identities, and
+// nothing of the bootstrap principal.
+func runComputeEnv(out io.Writer, dataDir, resourceID string) error {
+	lines, err := cloud.ComputeEnv(dataDir, resourceID)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(out, cloud.FormatEnv(lines))
 	return err
 }

@@ -101,6 +101,23 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	st, err := store.Open(ctx, filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	// The env file signals readiness: a stale one from an earlier run must not announce this
+	// start. Removed only once the state lock is ours, so a running cloud's file is never touched.
+	if err := os.Remove(filepath.Join(dir, EnvFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		_ = st.Close()
+		return nil, fmt.Errorf("remove stale env file: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = st.Close()
+		}
+	}()
+	// Certificates after the lock: two clouds starting on one new directory must not both create a CA.
 	certs, err := pki.Ensure(dir, opts.Clock())
 	if err != nil {
 		return nil, err
@@ -109,17 +126,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, filepath.Join(dir, stateFile))
-	if err != nil {
-		return nil, err
-	}
 	c := &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = st.Close()
-		}
-	}()
 
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {

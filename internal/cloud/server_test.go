@@ -2,6 +2,7 @@ package cloud_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -10,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/store"
 )
 
 // TestBadInput: every malformed request gets Entra's error shape and a 4xx, writes nothing, and
@@ -250,3 +253,36 @@ func TestEnvAndSecretsNotLogged(t *testing.T) {
 
 // entraLifetime is the access-token lifetime.
 const entraLifetime = 3599 * time.Second
+
+// TestSecondCloudOnOneDataDir: a second cloud on a running cloud's directory fails fast with
+// ErrLocked and leaves the running cloud's env file alone.
+func TestSecondCloudOnOneDataDir(t *testing.T) {
+	e := start(t, "")
+	before, err := cloud.ReadEnv(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: e.dir})
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("second start: got %v, want store.ErrLocked", err)
+	}
+	if after, err := cloud.ReadEnv(e.dir); err != nil || after != before {
+		t.Fatalf("env file changed by the failed start: %v", err)
+	}
+}
+
+// TestCAEClaimsAccepted: a client opting into continuous access evaluation sends a claims
+// parameter; it is accepted.
+func TestCAEClaimsAccepted(t *testing.T) {
+	e := start(t, "")
+	s := e.c.Settings()
+	cred := secretCred(t, e.c, s.TenantID, s.ClientID, s.ClientSecret)
+	if _, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{armScope}, EnableCAE: true}); err != nil {
+		t.Fatalf("get token with CAE: %v", err)
+	}
+	f := e.secretForm()
+	f.Set("claims", `{"access_token":{"xms_cc":{"values":["CP1"]}}}`)
+	if status, out := e.post(t, s.TenantID, f); status != http.StatusOK {
+		t.Fatalf("claims parameter: %d %v", status, out)
+	}
+}

@@ -16,8 +16,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// ErrNotFound is returned when a key (or its bucket) does not exist.
-var ErrNotFound = errors.New("not found")
+// Sentinel errors.
+var (
+	ErrNotFound = errors.New("not found")    // a key (or its bucket) does not exist
+	ErrLocked   = errors.New("state locked") // another process (a running cloud) has the file open
+)
 
 // Store is an open state file. It is safe for concurrent use.
 type Store struct {
@@ -31,6 +34,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open state %s: %w (another process holds it)", path, ErrLocked)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}

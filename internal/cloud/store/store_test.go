@@ -77,7 +77,7 @@ func TestSecondOpenFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Open(ctx, path); err == nil {
-		t.Fatal("second open of a locked state file succeeded")
+	if _, err := Open(ctx, path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open of a locked state file: got %v, want ErrLocked", err)
 	}
 }

@@ -177,7 +177,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	mux.Handle("/", c.entra.NotFound())
 	c.srv = &http.Server{
 		Handler:           c.withARM(mux),
-		TLSConfig:         certs.TLSConfig(),
+		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),

@@ -1,0 +1,280 @@
+package integration_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
+	"github.com/go-jose/go-jose/v4"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/cerulean/cerulean/internal/cloud"
+	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/entra"
+)
+
+const (
+	armScope         = "https://management.core.windows.net//.default"
+	exchangeAudience = "api://AzureADTokenExchange"
+)
+
+// syncBuffer collects log output from concurrent handlers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type env struct {
+	c    *cloud.Cloud
+	s    cloud.Settings
+	logs *syncBuffer
+	cred azcore.TokenCredential // the bootstrap principal, Owner of the subscription
+}
+
+// start runs a cloud in-process on a free port with a short LRO poll interval.
+func start(t *testing.T, trust ...[]byte) *env {
+	t.Helper()
+	logs := &syncBuffer{}
+	limits := cloudarm.Unlimited
+	c, err := cloud.Start(t.Context(), cloud.Options{
+		Addr: "127.0.0.1:0", DataDir: t.TempDir(), TrustCAs: trust,
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		ARM:    cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits, MaxBody: 64 << 10},
+	})
+	if err != nil {
+		t.Fatalf("start cloud: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	e := &env{c: c, s: c.Settings(), logs: logs}
+	e.cred = e.secretCred(t, e.s.ClientID, e.s.ClientSecret)
+	return e
+}
+
+func (e *env) secretCred(t *testing.T, clientID, secret string) azcore.TokenCredential {
+	t.Helper()
+	cred, err := azidentity.NewClientSecretCredential(e.s.TenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{
+		ClientOptions: e.c.ClientOptions(), DisableInstanceDiscovery: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cred
+}
+
+// armOptions are the SDK client options for the cloud (no retries, so a test sees every status).
+func (e *env) armOptions() *arm.ClientOptions {
+	o := e.c.ClientOptions()
+	o.Retry = policy.RetryOptions{MaxRetries: -1}
+	return &arm.ClientOptions{ClientOptions: o}
+}
+
+type clients struct {
+	groups      *armresources.ResourceGroupsClient
+	identities  *armmsi.UserAssignedIdentitiesClient
+	fics        *armmsi.FederatedIdentityCredentialsClient
+	assignments *armauthorization.RoleAssignmentsClient
+	definitions *armauthorization.RoleDefinitionsClient
+}
+
+func (e *env) clients(t *testing.T, cred azcore.TokenCredential) clients {
+	t.Helper()
+	var c clients
+	var err error
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.groups, err = armresources.NewResourceGroupsClient(e.s.SubscriptionID, cred, e.armOptions())
+	must(err)
+	c.identities, err = armmsi.NewUserAssignedIdentitiesClient(e.s.SubscriptionID, cred, e.armOptions())
+	must(err)
+	c.fics, err = armmsi.NewFederatedIdentityCredentialsClient(e.s.SubscriptionID, cred, e.armOptions())
+	must(err)
+	c.assignments, err = armauthorization.NewRoleAssignmentsClient(e.s.SubscriptionID, cred, e.armOptions())
+	must(err)
+	c.definitions, err = armauthorization.NewRoleDefinitionsClient(cred, e.armOptions())
+	must(err)
+	return c
+}
+
+// newPrincipal creates a service principal with a secret and no role.
+func (e *env) newPrincipal(t *testing.T, name string) (entra.Principal, azcore.TokenCredential) {
+	t.Helper()
+	dir := e.c.Entra().Directory
+	p, err := dir.CreatePrincipal(t.Context(), entra.Principal{TenantID: e.s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := dir.AddSecret(t.Context(), e.s.TenantID, p.ClientID, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, e.secretCred(t, p.ClientID, secret)
+}
+
+func (e *env) token(t *testing.T, cred azcore.TokenCredential, scope string) string {
+	t.Helper()
+	tok, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{scope}})
+	if err != nil {
+		t.Fatalf("get token: %v", err)
+	}
+	return tok.Token
+}
+
+// do sends a raw ARM request with an optional bearer token and returns status, headers and the
+// decoded error code (if any).
+func (e *env) do(t *testing.T, method, path, token, body string) (int, http.Header, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	u := path
+	if !strings.HasPrefix(u, "https://") {
+		u = e.s.URL + path
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, u, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Transport: e.c.Transport()}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: %d answer is not JSON: %q", method, path, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+// errorCode is body.error.code.
+func errorCode(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// wantARMError checks a status and ARM's error shape: body code, header code, request id.
+func wantARMError(t *testing.T, status int, h http.Header, body map[string]any, wantStatus int, wantCode string) {
+	t.Helper()
+	if status != wantStatus || errorCode(body) != wantCode || h.Get("x-ms-error-code") != wantCode {
+		t.Errorf("got %d %v (x-ms-error-code %q), want %d %s", status, body, h.Get("x-ms-error-code"), wantStatus, wantCode)
+	}
+	if e, _ := body["error"].(map[string]any); e == nil || e["message"] == "" {
+		t.Errorf("error without message: %v", body)
+	}
+	if h.Get("x-ms-request-id") == "" || h.Get("x-ms-correlation-request-id") == "" {
+		t.Errorf("missing request-id headers: %v", h)
+	}
+}
+
+// respErr asserts an SDK error is an azcore.ResponseError with this status and code.
+func respErr(t *testing.T, err error, status int, code string) {
+	t.Helper()
+	re, ok := err.(*azcore.ResponseError)
+	if !ok {
+		t.Fatalf("got %v, want a %d %s response error", err, status, code)
+	}
+	if re.StatusCode != status || re.ErrorCode != code {
+		t.Fatalf("got %d %s, want %d %s", re.StatusCode, re.ErrorCode, status, code)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (e *env) rgID(name string) string {
+	return "/subscriptions/" + e.s.SubscriptionID + "/resourceGroups/" + name
+}
+
+func (e *env) roleDefID(role string) string {
+	return "/subscriptions/" + e.s.SubscriptionID + "/providers/Microsoft.Authorization/roleDefinitions/" + role
+}
+
+// issuer is a test OIDC issuer over HTTPS on 127.0.0.1, like a Kubernetes service-account issuer.
+type issuer struct {
+	srv *httptest.Server
+	key *rsa.PrivateKey
+}
+
+func newIssuer(t *testing.T) *issuer {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &issuer{key: key}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/openid/v1/jwks",
+			"response_types_supported": []string{"id_token"}, "id_token_signing_alg_values_supported": []string{"RS256"}})
+	})
+	mux.HandleFunc("GET /openid/v1/jwks", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+	})
+	is.srv = httptest.NewTLSServer(mux)
+	t.Cleanup(is.srv.Close)
+	return is
+}
+
+func (is *issuer) caPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})
+}
+
+// token makes a service-account-like token for sub.
+func (is *issuer) token(t *testing.T, sub string) string {
+	t.Helper()
+	now := time.Now()
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
+		"iss": is.srv.URL, "sub": sub, "aud": []string{exchangeAudience},
+		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(),
+	})
+	tok.Header["kid"] = "k1"
+	raw, err := tok.SignedString(is.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+var _ = context.Background

@@ -175,6 +175,14 @@ func (s *Service) Handle(rt Route) {
 	s.ordered = append(s.ordered, rt)
 }
 
+// APIVersions are the versions a registered type accepts (nil: those of every type).
+func (s *Service) APIVersions(typ string) []string {
+	if v := s.types[strings.ToLower(typ)].APIVersions; v != nil {
+		return slices.Clone(v)
+	}
+	return s.allVersions()
+}
+
 // Routes lists the registered routes in registration order.
 func (s *Service) Routes() []Route { return slices.Clone(s.ordered) }
 

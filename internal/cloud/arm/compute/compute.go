@@ -212,7 +212,7 @@ func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(
 		return httpx.Response{}, err
 	}
 	checked := added(cur, want)
-	if err := p.checkAssign(ctx, r, checked); err != nil {
+	if err := p.checkAssign(ctx, r, k.action+"write", checked); err != nil {
 		return httpx.Response{}, err
 	}
 	var out arm.Resource

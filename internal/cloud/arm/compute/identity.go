@@ -198,7 +198,7 @@ func added(cur *identity, next plan) []armid.ID {
 // checkAssign is ARM's linked access check: putting a user-assigned identity on a resource
 // needs the assign action on that identity. It runs before the write transaction (the
 // authorizer reads the store in its own).
-func (p *Provider) checkAssign(ctx context.Context, r *arm.Request, ids []armid.ID) error {
+func (p *Provider) checkAssign(ctx context.Context, r *arm.Request, write string, ids []armid.ID) error {
 	var denied []string
 	for _, id := range ids {
 		err := p.svc.Authz().Check(ctx, r.Caller.ObjectID, AssignAction, id.String())
@@ -214,7 +214,7 @@ func (p *Provider) checkAssign(ctx context.Context, r *arm.Request, ids []armid.
 	}
 	return arm.Errorf(http.StatusForbidden, "LinkedAuthorizationFailed",
 		"The client '%s' with object id '%s' has permission to perform action '%s' on scope '%s'; however, it does not have permission to perform action(s) '%s' on the linked scope(s) '%s' (respectively) or the linked scope(s) are invalid.",
-		r.Caller.AppID, r.Caller.ObjectID, r.HTTP.Method, clip(r.ID.String(), 512), AssignAction, clip(strings.Join(denied, ","), 1024))
+		r.Caller.AppID, r.Caller.ObjectID, write, clip(r.ID.String(), 512), AssignAction, clip(strings.Join(denied, ","), 1024))
 }
 
 // applyTx makes the stored identity of resource id match next: it creates or deletes the

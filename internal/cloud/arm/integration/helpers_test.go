@@ -63,8 +63,18 @@ type env struct {
 // start runs a cloud in-process on a free port with a short LRO poll interval.
 func start(t *testing.T, trust ...[]byte) *env {
 	t.Helper()
+	return startWith(t, cloudarm.Unlimited, trust...)
+}
+
+// startWithLimits is start with these throttling limits.
+func startWithLimits(t *testing.T, limits cloudarm.Limits) *env {
+	t.Helper()
+	return startWith(t, limits)
+}
+
+func startWith(t *testing.T, limits cloudarm.Limits, trust ...[]byte) *env {
+	t.Helper()
 	logs := &syncBuffer{}
-	limits := cloudarm.Unlimited
 	c, err := cloud.Start(t.Context(), cloud.Options{
 		Addr: "127.0.0.1:0", DataDir: t.TempDir(), TrustCAs: trust,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -11,7 +11,8 @@ import (
 	"testing"
 )
 
-// shellBlocks returns the ```sh blocks of a Markdown file, except those marked "# (untested)".
+// shellBlocks returns the ```sh blocks of a Markdown file, except those marked "# (untested)"
+// and, without the Azure CLI, those marked "# requires az".
 func shellBlocks(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -27,7 +28,16 @@ func shellBlocks(t *testing.T, path string) []string {
 		case cur == nil && line == "```sh":
 			cur = &strings.Builder{}
 		case cur != nil && line == "```":
-			if s := cur.String(); !strings.HasPrefix(s, "# (untested)") {
+			s := cur.String()
+			switch {
+			case strings.HasPrefix(s, "# (untested)"):
+			case strings.HasPrefix(s, "# requires az"):
+				if _, err := exec.LookPath("az"); err == nil {
+					blocks = append(blocks, s)
+				} else {
+					t.Log("az is not installed: skipping the Azure CLI block")
+				}
+			default:
 				blocks = append(blocks, s)
 			}
 			cur = nil

@@ -139,14 +139,14 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	}()
 	base := "https://" + publicHostPort(opts.Addr, ln.Addr())
 
-	c.entra, err = entra.New(ctx, entra.Options{
-		Store: st, BaseURL: base, Clock: opts.Clock, Logger: opts.Logger.With("service", "entra"),
-		IssuerClient: entra.NewIssuerClient(outbound),
-	})
+	boot, err := ensureBootstrap(ctx, st, entra.NewDirectory(st, opts.Clock), opts.Clock)
 	if err != nil {
 		return nil, err
 	}
-	boot, err := ensureBootstrap(ctx, st, c.entra.Directory, opts.Clock)
+	c.entra, err = entra.New(ctx, entra.Options{
+		Store: st, BaseURL: base, Clock: opts.Clock, Logger: opts.Logger.With("service", "entra"),
+		IssuerClient: entra.NewIssuerClient(outbound), ADFSTenant: boot.TenantID,
+	})
 	if err != nil {
 		return nil, err
 	}

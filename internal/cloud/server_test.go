@@ -99,6 +99,10 @@ func TestDiscovery(t *testing.T) {
 	if status != 200 || oidc["issuer"] != s.URL+"/"+s.TenantID+"/v2.0" || oidc["token_endpoint"] != s.URL+"/"+s.TenantID+"/oauth2/v2.0/token" {
 		t.Errorf("openid configuration: %d %v", status, oidc)
 	}
+	status, adfs := e.do(t, "GET", s.URL+"/adfs/.well-known/openid-configuration", "", nil)
+	if status != 200 || adfs["token_endpoint"] != oidc["token_endpoint"] {
+		t.Errorf("ADFS configuration: %d %v", status, adfs)
+	}
 	status, keys := e.do(t, "GET", oidc["jwks_uri"].(string), "", nil)
 	if status != 200 || len(keys["keys"].([]any)) != 1 {
 		t.Errorf("jwks: %d %v", status, keys)

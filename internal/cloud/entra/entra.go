@@ -33,6 +33,9 @@ type Options struct {
 	IssuerClient  *http.Client
 	TokenLifetime time.Duration // 0 = DefaultTokenLifetime
 	KeyRotation   time.Duration // 0 = DefaultKeyRotation
+	// ADFSTenant is the tenant an ADFS-style authority (https://HOST/adfs) stands for: MSAL
+	// Python, and so the Azure CLI, skips instance discovery only for ADFS authorities.
+	ADFSTenant string
 }
 
 // Service is the Entra ID emulator.
@@ -45,6 +48,7 @@ type Service struct {
 	lifetime time.Duration
 	keys     *keyRing
 	issuers  *issuerKeys
+	adfs     string
 }
 
 // New loads (or creates) the signing keys and returns the service.
@@ -76,6 +80,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		lifetime:  opts.TokenLifetime,
 		keys:      keys,
 		issuers:   newIssuerKeys(opts.IssuerClient, opts.Clock),
+		adfs:      opts.ADFSTenant,
 	}, nil
 }
 
@@ -98,6 +103,9 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.Handle("GET /{tenant}/discovery/v2.0/keys", h(s.jwks))
 	mux.Handle("GET /{tenant}/discovery/keys", h(s.jwks))
 	mux.Handle("/{tenant}/oauth2/v2.0/token", h(s.token))
+	if s.adfs != "" {
+		mux.Handle("GET /adfs/.well-known/openid-configuration", h(s.adfsConfiguration))
+	}
 }
 
 // NotFound answers an unknown path in Entra's error shape.
@@ -172,6 +180,13 @@ func (s *Service) openIDConfiguration(r *http.Request) (httpx.Response, error) {
 		"cloud_graph_host_name":                 strings.TrimPrefix(s.base, "https://"),
 		"msgraph_host":                          strings.TrimPrefix(s.base, "https://"),
 	}}, nil
+}
+
+// adfsConfiguration is the OpenID configuration of the ADFS-style authority: the ADFS tenant's
+// documents, whose token endpoint is that tenant's.
+func (s *Service) adfsConfiguration(r *http.Request) (httpx.Response, error) {
+	r.SetPathValue("tenant", s.adfs)
+	return s.openIDConfiguration(r)
 }
 
 func (s *Service) jwks(r *http.Request) (httpx.Response, error) {

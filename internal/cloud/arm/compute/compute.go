@@ -32,8 +32,8 @@ const (
 	ScaleSetType       = "Microsoft.Compute/virtualMachineScaleSets"
 )
 
-// Versions: armcompute/v8 sends 2026-04-01; the rest are the published versions that older SDKs,
-// aad-pod-identity and the Azure CLI send.
+// Versions are the accepted api-versions: armcompute/v8 sends 2026-04-01; the rest are the
+// published versions that older SDKs, aad-pod-identity and the Azure CLI send.
 var Versions = []string{
 	"2017-03-30", "2017-12-01", "2018-04-01", "2018-06-01", "2018-10-01", "2019-03-01", "2019-07-01", "2019-12-01",
 	"2020-06-01", "2020-12-01", "2021-03-01", "2021-04-01", "2021-07-01", "2021-11-01", "2022-03-01", "2022-08-01",

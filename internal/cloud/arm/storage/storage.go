@@ -32,7 +32,8 @@ const (
 	action            = "Microsoft.Storage/storageAccounts/"
 )
 
-// Versions: armstorage/v2 sends 2025-01-01, ASO 2023-01-01; the rest are other published ones.
+// Versions are the accepted api-versions: armstorage/v2 sends 2025-01-01, ASO 2023-01-01; the
+// rest are other published ones.
 var Versions = []string{
 	"2019-06-01", "2021-01-01", "2021-02-01", "2021-04-01", "2021-06-01", "2021-08-01", "2021-09-01", "2022-05-01",
 	"2022-09-01", "2023-01-01", "2023-04-01", "2023-05-01", "2024-01-01", "2025-01-01", "2025-06-01",

@@ -239,7 +239,17 @@ func (a *Authorizer) check(ctx context.Context, principalID, scope string, grant
 // Ensure creates the assignment unless the same grant exists (under any name): for assignments
 // the cloud makes itself, such as the bootstrap principal's Owner.
 func (a *Authorizer) Ensure(ctx context.Context, as Assignment) error {
-	err := a.st.Update(ctx, func(tx *store.Tx) error {
+	exists := false
+	err := a.st.View(ctx, func(tx *store.Tx) error {
+		return forPrincipal(tx, as.PrincipalID, func(b Assignment) error {
+			exists = exists || sameGrant(as, b)
+			return nil
+		})
+	})
+	if err != nil || exists {
+		return err // nothing to write on every start
+	}
+	err = a.st.Update(ctx, func(tx *store.Tx) error {
 		_, _, err := PutTx(tx, as)
 		return err
 	})

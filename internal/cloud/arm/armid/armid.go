@@ -51,9 +51,12 @@ func Parse(path string) (ID, error) {
 	if !strings.HasPrefix(path, "/") {
 		return ID{}, fmt.Errorf("%w: must start with '/'", ErrInvalid)
 	}
-	trimmed := strings.Trim(path, "/")
-	if trimmed == "" {
+	if path == "/" {
 		return Root, nil
+	}
+	trimmed := strings.TrimSuffix(path[1:], "/")
+	if trimmed == "" {
+		return ID{}, fmt.Errorf("%w: empty segment", ErrInvalid)
 	}
 	parts := strings.Split(trimmed, "/")
 	if len(parts) > MaxSegments {

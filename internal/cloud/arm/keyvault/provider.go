@@ -26,7 +26,7 @@ const (
 	nameCheckType    = "Microsoft.KeyVault/checkNameAvailability"
 )
 
-// Versions: armkeyvault 2024-11-01, ASO 2023-07-01, the Debian az CLI 2.45 2022-07-01, and the
+// Versions are the api-versions accepted: armkeyvault 2024-11-01, ASO 2023-07-01, the Debian az CLI 2.45 2022-07-01, and the
 // other published versions of Microsoft.KeyVault.
 var Versions = []string{
 	"2015-06-01", "2016-10-01", "2018-02-14", "2019-09-01", "2021-04-01-preview", "2021-06-01-preview",

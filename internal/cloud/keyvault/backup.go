@@ -63,12 +63,12 @@ func (s *sealer) seal(b backupOf) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode backup: %w", err)
 	}
-	out := make([]byte, 1+s.aead.NonceSize(), 1+s.aead.NonceSize()+len(plain)+s.aead.Overhead())
-	out[0] = backupFormat
-	if _, err := rand.Read(out[1:]); err != nil {
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("seal backup: %w", err)
 	}
-	return s.aead.Seal(out, out[1:], plain, backupAAD), nil
+	out := append([]byte{backupFormat}, nonce...) // format, nonce, then the sealed backup
+	return s.aead.Seal(out, nonce, plain, backupAAD), nil
 }
 
 // unseal opens and validates a blob; anything not sealed by this cloud, or not a well-formed

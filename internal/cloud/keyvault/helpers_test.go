@@ -2,7 +2,6 @@ package keyvault_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -231,7 +230,7 @@ func (e *env) raw(t *testing.T, method, url, token string, body string) (*http.R
 }
 
 // respErr asserts err is an azcore.ResponseError with this status and error code.
-func respErr(t *testing.T, err error, status int, code string) *azcore.ResponseError {
+func respErr(t *testing.T, err error, status int, code string) {
 	t.Helper()
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
@@ -240,7 +239,6 @@ func respErr(t *testing.T, err error, status int, code string) *azcore.ResponseE
 	if re.StatusCode != status || (code != "" && re.ErrorCode != code) {
 		t.Fatalf("got HTTP %d %s, want %d %s: %v", re.StatusCode, re.ErrorCode, status, code, err)
 	}
-	return re
 }
 
 // innerCode reads innererror.code from a failed response.
@@ -261,5 +259,3 @@ func innerCode(t *testing.T, err error) string {
 	_ = json.Unmarshal(b, &body)
 	return body.Error.InnerError.Code
 }
-
-func ctxT(t *testing.T) context.Context { return t.Context() }

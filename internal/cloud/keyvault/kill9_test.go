@@ -60,8 +60,12 @@ func startChild(t *testing.T, bin, dir string) *childCloud {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -72,8 +76,8 @@ func startChild(t *testing.T, bin, dir string) *childCloud {
 			break
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("cerulean cloud exited: %v\n%s", err, stderr.String())
+		case <-exited:
+			t.Fatalf("cerulean cloud exited: %v\n%s", waitErr, stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

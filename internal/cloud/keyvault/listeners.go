@@ -127,8 +127,8 @@ func (s *Service) Stop(name string) {
 
 // stopIfGone stops a vault's listener unless the vault is active again by now (recovered or
 // re-created on the same name between the request that noticed and this call).
-func (s *Service) stopIfGone(name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (s *Service) stopIfGone(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	v, err := s.Vault(ctx, name)
 	if err == nil && !v.IsDeleted() || err != nil && !errors.Is(err, ErrVaultNotFound) {

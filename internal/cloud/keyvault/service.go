@@ -104,7 +104,7 @@ func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {
 	if errors.Is(err, ErrVaultNotFound) || err == nil && v.IsDeleted() {
 		// The vault went away with its resource group (or was deleted while this connection
 		// was open): its origin goes away too.
-		go s.stopIfGone(name)
+		go s.stopIfGone(context.WithoutCancel(ctx), name)
 		return httpx.Response{}, errorf(http.StatusNotFound, "VaultNotFound", "The vault %s does not exist.", name)
 	} else if err != nil {
 		return httpx.Response{}, err

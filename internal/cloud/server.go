@@ -179,6 +179,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		Handler:           c.withARM(mux),
 		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // keep-alive connections of gone clients do not pile up
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}

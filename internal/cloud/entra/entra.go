@@ -167,7 +167,7 @@ func (s *Service) openIDConfiguration(r *http.Request) (httpx.Response, error) {
 		"device_authorization_endpoint":         b + "/oauth2/v2.0/devicecode",
 		"end_session_endpoint":                  b + "/oauth2/v2.0/logout",
 		"jwks_uri":                              b + "/discovery/v2.0/keys",
-		"token_endpoint_auth_methods_supported": []string{"client_secret_post", "private_key_jwt", "client_secret_basic"},
+		"token_endpoint_auth_methods_supported": []string{"client_secret_post", "private_key_jwt"},
 		"response_types_supported":              []string{"code", "id_token", "code id_token", "id_token token"},
 		"response_modes_supported":              []string{"query", "fragment", "form_post"},
 		"subject_types_supported":               []string{"pairwise"},

@@ -1,6 +1,11 @@
 package keyvault_test
 
 import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -110,8 +115,27 @@ func TestSecretsRoundTrip(t *testing.T) {
 			names[s.ID.Name()] = true
 		}
 	}
-	if len(names) != 33 || pages < 2 {
-		t.Fatalf("listed %d names in %d pages, want 33 in 2+", len(names), pages)
+	if len(names) != 33 || pages != 2 {
+		t.Fatalf("listed %d names in %d pages, want 33 in 2", len(names), pages)
+	}
+	for range 30 {
+		if _, err := c.SetSecret(ctx, "many-versions", azsecrets.SetSecretParameters{Value: to.Ptr("v")}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, pages := map[string]bool{}, 0
+	for pager := c.NewListSecretPropertiesVersionsPager("many-versions", nil); pager.More(); {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, s := range page.Value {
+			ids[s.ID.Version()] = true
+		}
+	}
+	if len(ids) != 30 || pages != 2 {
+		t.Fatalf("listed %d versions in %d pages, want 30 in 2", len(ids), pages)
 	}
 	versions := 0
 	for pager := c.NewListSecretPropertiesVersionsPager("db-password", nil); pager.More(); {
@@ -219,6 +243,15 @@ func TestChallengeAndTokens(t *testing.T) {
 	if resp, _ := e.raw(t, "GET", uri+"secrets?api-version=7.4", "not-a-jwt", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("garbage token: %d", resp.StatusCode)
 	}
+	// A token with the right claims signed by another key (the cloud's kid) is refused.
+	good := e.token(t, e.owner, vaultScope)
+	forged, err := forge(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := e.raw(t, "GET", uri+"secrets?api-version=7.4", forged, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("forged token: %d", resp.StatusCode)
+	}
 	for _, scope := range []string{"https://vault.azure.net/.default", "https://vault.azure.net//.default"} {
 		tok := e.token(t, e.owner, scope)
 		for _, v := range []string{"7.0", "7.6", "2025-07-01", "2026-04-01"} {
@@ -267,4 +300,20 @@ func TestBadInputWritesNothing(t *testing.T) {
 			t.Errorf("%s %.40s wrote %d commits", tc.method, tc.path, after-before)
 		}
 	}
+}
+
+// forge re-signs a token's header and claims with a fresh key.
+func forge(token string) (string, error) {
+	parts := strings.Split(token, ".")
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
+	}
+	signing := parts[0] + "." + parts[1]
+	sum := sha256.Sum256([]byte(signing))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+	if err != nil {
+		return "", err
+	}
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }

@@ -66,12 +66,33 @@ type env struct {
 }
 
 // start runs a cloud in-process on a free port and creates a resource group.
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startWithClock(t, nil) }
+
+// clock is a settable clock; it starts at the real time so that what the SDK checks with its
+// own clock stays valid until a test moves it.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func startWithClock(t *testing.T, now func() time.Time) *env {
 	t.Helper()
 	logs := &syncBuffer{}
 	limits := cloudarm.Unlimited
 	c, err := cloud.Start(t.Context(), cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Addr: "127.0.0.1:0", DataDir: t.TempDir(), Clock: now,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ARM:    cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits},
 	})

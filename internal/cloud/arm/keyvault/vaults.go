@@ -55,7 +55,7 @@ func (p *Provider) putVault(ctx context.Context, r *arm.Request) (httpx.Response
 	if !strings.EqualFold(b.Properties.TenantID, p.svc.TenantID()) {
 		return httpx.Response{}, arm.ErrBadRequest("The tenant '%s' is not the tenant of subscription '%s'.", b.Properties.TenantID, p.svc.SubscriptionID())
 	}
-	if b.Properties.CreateMode != nil && strings.EqualFold(*b.Properties.CreateMode, "recover") {
+	if b.Properties.CreateMode != nil && strings.EqualFold(*b.Properties.CreateMode, "recover") && !p.active(ctx, r.ID) {
 		return p.recoverVault(ctx, r, b)
 	}
 	// The port is bound before the transaction so the vaultUri it records is known to be free.
@@ -125,6 +125,18 @@ func (p *Provider) putVault(ctx context.Context, r *arm.Request) (httpx.Response
 	p.kv.Activate(name, res)
 	p.finishLater(r.ID)
 	return httpx.Response{Status: http.StatusCreated, Body: vaultView(out), Header: retryHeader()}, nil
+}
+
+// active reports whether the vault at id exists and is not deleted: a repeated PUT with
+// createMode "recover" (a reconciler re-applying its spec) then updates it like any PUT.
+func (p *Provider) active(ctx context.Context, id armid.ID) bool {
+	found := false
+	_ = p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		v, err := kv.GetVaultTx(tx, id.Name())
+		found = err == nil && !v.IsDeleted() && strings.EqualFold(v.ResourceID, id.String())
+		return nil
+	})
+	return found
 }
 
 func retryHeader() http.Header {

@@ -224,6 +224,9 @@ func TestVaultLifecycle(t *testing.T) {
 	if err != nil || *rec.Properties.VaultURI != *v.Properties.VaultURI || *rec.Tags["team"] != "b" {
 		t.Fatalf("recover: %v", err)
 	}
+	if _, err := e.create(t, "rg-a", "kv-life", e.params(to.Ptr(armkeyvault.CreateModeRecover), false)); err != nil {
+		t.Fatalf("a repeated recover PUT on the active vault: %v", err)
+	}
 	sc = e.secretsOf(t, rec) // role assignments went with the deleted vault
 	if got, err := sc.GetSecret(ctx, "kept", "", nil); err != nil || *got.Value != "across-recovery" {
 		t.Fatalf("secret after recover: %v", err)

@@ -280,3 +280,59 @@ func TestPurgeProtection(t *testing.T) {
 	_, err = e.vaults.BeginCreateOrUpdate(ctx, "rg-a", "kv-nosoft", p, nil)
 	wantCode(t, err, http.StatusBadRequest, "BadRequest")
 }
+
+// TestVaultURIStableAcrossRestart closes the cloud and starts it again on the same data
+// directory: the vault is served again on the port its vaultUri names, with its secrets.
+func TestVaultURIStableAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	startAt := func() *env {
+		limits := cloudarm.Unlimited
+		c, err := cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: dir, Logger: slog.New(slog.DiscardHandler),
+			ARM: cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits}})
+		if err != nil {
+			t.Fatalf("start cloud: %v", err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		e := &env{c: c, s: c.Settings()}
+		e.cred, err = azidentity.NewClientSecretCredential(e.s.TenantID, e.s.ClientID, e.s.ClientSecret, &azidentity.ClientSecretCredentialOptions{
+			ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.vaults, err = armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.cred, &arm.ClientOptions{ClientOptions: c.ClientOptions()}); err != nil {
+			t.Fatal(err)
+		}
+		if e.groups, err = armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.cred, &arm.ClientOptions{ClientOptions: c.ClientOptions()}); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e := startAt()
+	if _, err := e.groups.CreateOrUpdate(t.Context(), "rg-a", armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.create(t, "rg-a", "kv-restart", e.params(nil, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.secretsOf(t, v).SetSecret(t.Context(), "s", azsecrets.SetSecretParameters{Value: to.Ptr("kept")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := startAt()
+	got, err := e2.vaults.Get(t.Context(), "rg-a", "kv-restart", nil)
+	if err != nil || *got.Properties.VaultURI != *v.Properties.VaultURI {
+		t.Fatalf("vaultUri after restart: %v", err)
+	}
+	o := e2.c.ClientOptions()
+	sc, err := azsecrets.NewClient(*v.Properties.VaultURI, e2.cred, &azsecrets.ClientOptions{ClientOptions: o, DisableChallengeResourceVerification: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sc.GetSecret(t.Context(), "s", "", nil); err != nil || *s.Value != "kept" {
+		t.Fatalf("secret after restart: %v", err)
+	}
+}

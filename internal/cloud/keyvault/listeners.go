@@ -137,8 +137,44 @@ func (s *Service) stopIfGone(ctx context.Context, name string) {
 	s.Stop(name)
 }
 
+// sweepEvery is how often listeners of vaults deleted behind the data plane's back (with their
+// resource group, in ARM's transaction) are closed.
+const sweepEvery = 5 * time.Second
+
+// sweep closes the listeners of vaults that are no longer active.
+func (s *Service) sweep(ctx context.Context) {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.servers))
+	for k := range s.servers {
+		names = append(names, k)
+	}
+	s.mu.Unlock()
+	for _, name := range names {
+		s.stopIfGone(ctx, name)
+	}
+}
+
+func (s *Service) sweeper(ctx context.Context) {
+	defer close(s.swept)
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.sweep(ctx)
+		}
+	}
+}
+
 // Start serves every active vault on its recorded port.
 func (s *Service) Start(ctx context.Context) error {
+	// The sweeper outlives Start's context (a start-up deadline); Close ends it.
+	sweepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopSweep = cancel
+	s.swept = make(chan struct{})
+	go s.sweeper(sweepCtx)
 	var vaults []Vault
 	err := s.o.Store.View(ctx, func(tx *store.Tx) error {
 		var err error

@@ -53,6 +53,9 @@ type Service struct {
 	mu      sync.Mutex
 	servers map[string]*vaultServer // by lower-case vault name
 	closed  bool
+
+	stopSweep context.CancelFunc // ends the sweeper; nil before Start
+	swept     chan struct{}      // closed when the sweeper has returned
 }
 
 // New loads the service's state; vaults are served from Start on.
@@ -302,6 +305,11 @@ func (s *Service) backup(ctx context.Context, v Vault, name string) (httpx.Respo
 
 // Close stops serving every vault.
 func (s *Service) Close() error {
+	if s.stopSweep != nil {
+		s.stopSweep()
+		<-s.swept
+		s.stopSweep = nil
+	}
 	s.mu.Lock()
 	s.closed = true
 	servers := s.servers

@@ -243,6 +243,12 @@ func TestVaultLifecycle(t *testing.T) {
 	if _, err := e.vaults.GetDeleted(ctx, "kv-life", "eastus", nil); err != nil {
 		t.Fatalf("vault deleted with its group is not soft-deleted: %v", err)
 	}
+	// Its listener closes without a request to notice (a generous bound, not a timing test).
+	for deadline := time.Now().Add(30 * time.Second); e.c.KeyVault().Serving("kv-life"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener of a vault deleted with its group is still open")
+		}
+	}
 	pp, err := e.vaults.BeginPurgeDeleted(ctx, "kv-life", "eastus", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,7 @@ func newCloudCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", defaultCloudDataDir(), "state, CA and env file (default $CERULEAN_CLOUD_DATA_DIR, else .cerulean/cloud)")
 	cmd.Flags().StringArrayVar(&opts.TrustCAFiles, "trust-ca", nil, "extra CA bundle (PEM) to trust for federated issuers, besides the system roots; repeatable")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request")
+	cmd.Flags().DurationVar(&opts.ARM.RetryAfter, "arm-retry-after", 0, "poll interval ARM advertises on long-running operations (default 1s)")
 	cmd.AddCommand(newCloudEnvCommand())
 	return cmd
 }

@@ -1,5 +1,5 @@
 // Package storage is the Microsoft.Storage provider of the local cloud: storage accounts as far
-// as the manager exports their connection details (create, get, list, delete, listKeys,
+// as the manager exports their connection details (create, update, get, list, delete, listKeys,
 // regenerateKey, primaryEndpoints, checkNameAvailability). There is no data plane: the endpoints
 // are path-style URLs on the cloud's origin, reserved for one.
 package storage
@@ -64,6 +64,7 @@ func Register(svc *arm.Service, baseURL string) *Provider {
 	// An action's scope is the account (the collection's parent: the default).
 	for _, rt := range []arm.Route{
 		{Method: http.MethodPut, Type: AccountType, Action: action + "write", Handle: p.put, Example: sa},
+		{Method: http.MethodPatch, Type: AccountType, Action: action + "write", Handle: p.patch, Example: sa},
 		{Method: http.MethodGet, Type: AccountType, Action: action + "read", Handle: p.get, Example: sa},
 		{Method: http.MethodDelete, Type: AccountType, Action: action + "delete", Handle: p.delete, Example: sa},
 		{Method: http.MethodGet, Type: AccountType, Collection: true, Action: action + "read", Handle: p.list, Example: rg + "/providers/Microsoft.Storage/storageAccounts"},
@@ -180,6 +181,75 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 		return httpx.Response{}, err
 	}
 	// Storage answers a create with 200 (or 202), never 201: armstorage accepts only those.
+	return httpx.Response{Body: p.view(out)}, nil
+}
+
+// patch updates tags, sku and kind when given and merges the top-level properties.
+func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	if err := placed(r.ID); err != nil {
+		return httpx.Response{}, err
+	}
+	var b body
+	if err := r.Decode(&b); err != nil {
+		return httpx.Response{}, err
+	}
+	if err := resources.ValidateTags(b.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	var patch map[string]json.RawMessage
+	if len(b.Properties) > 0 {
+		if err := json.Unmarshal(b.Properties, &patch); err != nil {
+			return httpx.Response{}, arm.ErrInvalidContent("the value at 'properties' must be an object.")
+		}
+	}
+	switch {
+	case b.SKU != nil && (b.SKU.Name == "" || len(b.SKU.Name) > 64):
+		return httpx.Response{}, arm.ErrBadRequest("The 'sku.name' property is invalid.")
+	case len(b.Kind) > 64:
+		return httpx.Response{}, arm.ErrBadRequest("The 'kind' property is invalid.")
+	}
+	var out arm.Resource
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		res, err := arm.GetTx(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		var st stored
+		if err := json.Unmarshal(res.Properties, &st); err != nil {
+			return err
+		}
+		if b.Tags != nil {
+			res.Tags = b.Tags
+		}
+		if b.SKU != nil {
+			st.SKU = b.SKU.Name
+		}
+		if b.Kind != "" {
+			st.Kind = b.Kind
+		}
+		if len(patch) > 0 {
+			props := map[string]json.RawMessage{}
+			if len(st.Properties) > 0 {
+				if err := json.Unmarshal(st.Properties, &props); err != nil {
+					return err
+				}
+			}
+			for k, v := range patch {
+				props[k] = v
+			}
+			if st.Properties, err = json.Marshal(props); err != nil {
+				return err
+			}
+		}
+		if res.Properties, err = json.Marshal(st); err != nil {
+			return err
+		}
+		out = res
+		return arm.PutTx(tx, res)
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
 	return httpx.Response{Body: p.view(out)}, nil
 }
 

@@ -139,6 +139,13 @@ func TestStorageAccountLifecycle(t *testing.T) {
 	if k, _ := accounts.ListKeys(ctx, "rg", "stcerulean1", nil); *k.Keys[0].Value != *regen.Keys[0].Value {
 		t.Fatal("an update must not change the keys")
 	}
+	patched, err := accounts.Update(ctx, "rg", "stcerulean1", armstorage.AccountUpdateParameters{
+		Tags:       map[string]*string{"env": new("prod")},
+		Properties: &armstorage.AccountPropertiesUpdateParameters{AllowBlobPublicAccess: new(true)},
+	}, nil)
+	if err != nil || *patched.Tags["env"] != "prod" || !*patched.Properties.AllowBlobPublicAccess || *patched.Properties.MinimumTLSVersion != armstorage.MinimumTLSVersionTLS12 {
+		t.Fatalf("patch: %v %+v", err, patched)
+	}
 	pager := accounts.NewListByResourceGroupPager("rg", nil)
 	page, err := pager.NextPage(ctx)
 	if err != nil || len(page.Value) != 1 {

@@ -481,3 +481,30 @@ func mustParse(t *testing.T, s string) armid.ID {
 	}
 	return id
 }
+
+// A restart keeps the header key: the same header works, and the endpoint file follows the port.
+func TestIdentityHeaderSurvivesRestart(t *testing.T) {
+	f := setup(t)
+	header := f.env("IDENTITY_HEADER")
+	if err := f.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: f.s.DataDir, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	f.c, f.s = c, c.Settings()
+	lines, err := cloud.ComputeEnv(f.s.DataDir, *f.vm.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines[0] != "IDENTITY_ENDPOINT="+f.s.URL+msi.AppServicePath || lines[1] != "IDENTITY_HEADER="+header {
+		t.Fatalf("after restart: %v", lines)
+	}
+	a := f.get(t, msi.AppServicePath, url.Values{"api-version": {msi.AppServiceAPIVersion}, "resource": {"https://vault.azure.net"}},
+		map[string]string{msi.HeaderName: header})
+	if a.status != http.StatusOK || f.claims(t, a.body["access_token"].(string)).MIResource != *f.vm.ID {
+		t.Fatalf("token after restart: %d %v", a.status, a.body)
+	}
+}

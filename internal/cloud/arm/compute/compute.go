@@ -195,8 +195,11 @@ func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(
 	var cur *identity
 	if err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
 		res, err := arm.GetTx(tx, r.ID)
-		if err != nil {
+		var ae *arm.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			return nil // a create; the write transaction checks again
+		} else if err != nil {
+			return err
 		}
 		var st stored
 		if err := json.Unmarshal(res.Properties, &st); err != nil {

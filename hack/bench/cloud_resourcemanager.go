@@ -76,7 +76,7 @@ func benchCloudARM(ctx context.Context, env benchEnv) ([]row, error) {
 				return err
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode != want {
 				return fmt.Errorf("%s %s: status %d", method, path, resp.StatusCode)
 			}

@@ -108,9 +108,6 @@ func (s *Service) DeleteTx(tx *store.Tx, r Resource) error {
 	return authz.DeleteUnderTx(tx, r.ID)
 }
 
-// resourceGroupType is the type of resource groups, which the resources provider registers.
-const resourceGroupType = "Microsoft.Resources/resourceGroups"
-
 // GroupID is the id of the resource group that holds id.
 func GroupID(id armid.ID) armid.ID {
 	return armid.ID{Segments: id.Segments[:2]}

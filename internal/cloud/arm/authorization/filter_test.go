@@ -30,5 +30,5 @@ func TestParseAssignmentFilter(t *testing.T) {
 func FuzzParseAssignmentFilter(f *testing.F) {
 	f.Add("atScope() and principalId eq '2548fc51-40fc-4f70-894b-94056c8c37fb'")
 	f.Add("assignedTo('x')")
-	f.Fuzz(func(t *testing.T, q string) { _, _ = ParseAssignmentFilter(q) })
+	f.Fuzz(func(_ *testing.T, q string) { _, _ = ParseAssignmentFilter(q) })
 }

@@ -3,10 +3,13 @@ package integration_test
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/cerulean/cerulean/internal/cloud"
 	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
 )
 
@@ -188,4 +191,27 @@ func TestThrottling(t *testing.T) {
 	if st != http.StatusCreated || h.Get("x-ms-ratelimit-remaining-subscription-writes") != "1" {
 		t.Errorf("write: %d %v", st, h)
 	}
+}
+
+// TestExpiredToken: a token past its exp (by the cloud's clock) is 401 ExpiredAuthenticationToken.
+func TestExpiredToken(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c, err := cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	e := &env{c: c, s: c.Settings(), logs: &syncBuffer{}}
+	tok := e.token(t, e.secretCred(t, e.s.ClientID, e.s.ClientSecret), armScope)
+	u := "/subscriptions/" + e.s.SubscriptionID + "?api-version=2022-12-01"
+	if st, _, b := e.do(t, http.MethodGet, u, tok, ""); st != http.StatusOK {
+		t.Fatalf("fresh token: %d %v", st, b)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	st, h, b := e.do(t, http.MethodGet, u, tok, "")
+	wantARMError(t, st, h, b, http.StatusUnauthorized, "ExpiredAuthenticationToken")
 }

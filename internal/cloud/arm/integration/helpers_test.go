@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -222,8 +223,8 @@ func wantARMError(t *testing.T, status int, h http.Header, body map[string]any, 
 // respErr asserts an SDK error is an azcore.ResponseError with this status and code.
 func respErr(t *testing.T, err error, status int, code string) {
 	t.Helper()
-	re, ok := err.(*azcore.ResponseError)
-	if !ok {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
 		t.Fatalf("got %v, want a %d %s response error", err, status, code)
 	}
 	if re.StatusCode != status || re.ErrorCode != code {

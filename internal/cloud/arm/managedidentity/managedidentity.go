@@ -29,7 +29,7 @@ const (
 	ficAction      = "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials/"
 )
 
-// Versions: armmsi 2024-11-30, ASO 2023-01-31, the Debian az CLI 2.45 2022-01-31-preview, the
+// Versions are the api-versions accepted: armmsi 2024-11-30, ASO 2023-01-31, the Debian az CLI 2.45 2022-01-31-preview, the
 // JavaScript SDK (@azure/arm-msi) 2023-01-31, and the other published versions.
 var Versions = []string{
 	"2015-08-31-preview", "2018-11-30", "2021-09-30-preview", "2022-01-31-preview", "2023-01-31",

@@ -1,0 +1,30 @@
+package resources
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidGroupName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"rg": true, "My_RG-(1).x": true, "grüppe": true, strings.Repeat("a", 90): true,
+		"": false, "ends.": false, "a b": false, "a/b": false, "a,b": false, strings.Repeat("a", 91): false,
+	} {
+		if got := ValidGroupName(name); got != want {
+			t.Errorf("ValidGroupName(%q) = %v", name, got)
+		}
+	}
+}
+
+func TestValidateTags(t *testing.T) {
+	if err := ValidateTags(map[string]string{"env": "dev"}); err != nil {
+		t.Error(err)
+	}
+	for _, tags := range []map[string]string{
+		{"": "x"}, {"a/b": "x"}, {"k": strings.Repeat("v", 257)}, {strings.Repeat("k", 513): "v"},
+	} {
+		if err := ValidateTags(tags); err == nil {
+			t.Errorf("ValidateTags(%v) accepted", tags)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // shellBlocks returns the ```sh blocks of a Markdown file, except those marked "# (untested)"
@@ -62,12 +63,14 @@ func TestDocsCloud(t *testing.T) {
 	}
 	bin := buildCerulean(t)
 	work := t.TempDir()
-	script := "set -euo pipefail\n" + strings.Join(blocks, "\n")
+	// A failing block must not leave the background cloud holding the output pipe open.
+	script := "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + strings.Join(blocks, "\n")
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"),
 		"CERULEAN_CLOUD_DATA_DIR="+filepath.Join(work, "cloud"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 30 * time.Second // a bound, not an assertion: Wait returns even if a child keeps the pipe
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package cloud_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,7 +61,8 @@ func TestJavaScriptSDK(t *testing.T) {
 	cmd.Env = append(cmd.Env, "NODE_EXTRA_CA_CERTS="+s.CAFile, "WORKLOAD_CLIENT_ID="+mi.ClientID, "AZURE_FEDERATED_TOKEN_FILE="+tokenFile)
 	var stderr []byte
 	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		stderr = ee.Stderr
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -77,7 +78,7 @@ func TestIssuerKeysCacheAndRefresh(t *testing.T) {
 		t.Fatalf("JWKS fetched %d times for five lookups, want 1", n)
 	}
 	// An unknown kid right after a fetch does not refetch (no amplification by forged kids)...
-	if _, err := k.key(ctx, f.srv.URL, "b"); err != errKeyNotFound {
+	if _, err := k.key(ctx, f.srv.URL, "b"); !errors.Is(err, errKeyNotFound) {
 		t.Fatalf("unknown kid: %v", err)
 	}
 	if n := f.keysGets.Load(); n != 1 {

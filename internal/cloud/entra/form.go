@@ -20,7 +20,7 @@ type tokenRequest struct {
 	Scope         string
 }
 
-const assertionTypeJWTBearer = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+const assertionTypeJWTBearer = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" //nolint:gosec // a protocol constant, not a credential
 
 // singleValued are the fields that may appear at most once; a repeated one would let two parsers
 // disagree on which value counts.

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +43,22 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
+	// bbolt fsyncs the file, not its directory entry: sync the directory so a state file created
+	// by this open survives a power loss too.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open state %s: %w", path, err)
+	}
 	return &Store{db: db}, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Close releases the file lock.

@@ -50,6 +50,8 @@ func TestUserAssignedIdentities(t *testing.T) {
 	if err != nil || *again.Properties.ClientID != *p.ClientID || *again.ID != wantID {
 		t.Fatalf("second PUT: %v %+v", err, again)
 	}
+	_, err = c.identities.CreateOrUpdate(ctx, "rg", "app-1", armmsi.Identity{Location: ptr("westus")}, nil)
+	respErr(t, err, http.StatusConflict, "InvalidResourceLocation")
 	got, err := c.identities.Get(ctx, "rg", "APP-1", nil)
 	if err != nil || *got.ID != wantID || *got.Properties.PrincipalID != *p.PrincipalID {
 		t.Fatalf("get: %v %+v", err, got)

@@ -140,8 +140,14 @@ func (p *Provider) putIdentity(ctx context.Context, r *arm.Request) (httpx.Respo
 		}
 		cur, err := arm.GetTx(tx, r.ID)
 		var ae *arm.Error
+		loc := strings.ToLower(strings.ReplaceAll(body.Location, " ", ""))
 		switch {
 		case err == nil:
+			if cur.Location != loc {
+				return arm.Errorf(http.StatusConflict, "InvalidResourceLocation",
+					"The resource '%s' already exists in location '%s' in resource group '%s'. A resource with the same name cannot be created in location '%s'.",
+					cur.Name, cur.Location, r.ID.ResourceGroup(), loc)
+			}
 			out = cur
 		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
 			// The service makes the identity's ids; its principal is created in the same transaction.
@@ -157,7 +163,7 @@ func (p *Provider) putIdentity(ctx context.Context, r *arm.Request) (httpx.Respo
 		default:
 			return err
 		}
-		out.Location, out.Tags = strings.ToLower(strings.ReplaceAll(body.Location, " ", "")), body.Tags
+		out.Location, out.Tags = loc, body.Tags
 		return arm.PutTx(tx, out)
 	})
 	if err != nil {

@@ -36,25 +36,28 @@ func buildCerulean(t *testing.T) string {
 	return bin
 }
 
-// startCloudProcess starts `cerulean cloud` on a free port and waits for its env file, the
-// readiness signal; it returns the exports `cerulean cloud env` prints while the cloud runs.
-func startCloudProcess(t *testing.T, bin, dir string) (*exec.Cmd, map[string]string) {
+// cloudProcess is a running `cerulean cloud`.
+type cloudProcess struct {
+	cmd    *exec.Cmd
+	env    map[string]string // what `cerulean cloud env` printed while it ran
+	stderr *bytes.Buffer     // its log (every request: -v); read only after exited
+	exited chan error
+}
+
+// startCloudProcess starts `cerulean cloud -v` on a free port and waits for its env file, the
+// readiness signal.
+func startCloudProcess(t *testing.T, bin, dir string) *cloudProcess {
 	t.Helper()
 	_ = os.Remove(filepath.Join(dir, "env"))
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "cloud", "--addr", "127.0.0.1:0", "--data-dir", dir)
-	cmd.Stderr = &stderr
+	stderr := &bytes.Buffer{}
+	cmd := exec.Command(bin, "cloud", "-v", "--addr", "127.0.0.1:0", "--data-dir", dir)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if err := <-exited; err != nil {
-			t.Logf("cerulean cloud stopped: %v", err) // killed on purpose
-		}
-	})
+	p := &cloudProcess{cmd: cmd, stderr: stderr, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() { p.kill(t) })
 	// A generous bound, not a timing assertion: it only stops a hung test.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -62,11 +65,13 @@ func startCloudProcess(t *testing.T, bin, dir string) (*exec.Cmd, map[string]str
 			break
 		}
 		select {
-		case err := <-exited:
+		case err := <-p.exited:
+			p.exited <- err // for the cleanup's kill
 			t.Fatalf("cerulean cloud exited: %v\n%s", err, stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			p.kill(t) // the log is complete, and no longer written, once the process is gone
 			t.Fatalf("cerulean cloud did not become ready\n%s", stderr.String())
 		}
 	}
@@ -91,7 +96,21 @@ func startCloudProcess(t *testing.T, bin, dir string) (*exec.Cmd, map[string]str
 			t.Errorf("cloud env lacks %s:\n%s", k, out)
 		}
 	}
-	return cmd, env
+	p.env = env
+	return p
+}
+
+// kill sends SIGKILL (no shutdown path runs) and waits for the exit; later calls do nothing.
+func (p *cloudProcess) kill(t *testing.T) {
+	t.Helper()
+	if p.exited == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	if err := <-p.exited; err != nil {
+		t.Logf("cerulean cloud stopped: %v", err) // killed on purpose
+	}
+	p.exited = nil
 }
 
 // client is an HTTP client trusting the cloud's CA file, and an ARM token of the bootstrap principal.
@@ -151,7 +170,8 @@ func call(ctx context.Context, hc *http.Client, token, method, url string, body 
 func TestCloudSurvivesKill9(t *testing.T) {
 	bin := buildCerulean(t)
 	dir := filepath.Join(t.TempDir(), "cloud")
-	cmd, env := startCloudProcess(t, bin, dir)
+	first := startCloudProcess(t, bin, dir)
+	env := first.env
 	hc, token := client(t, env)
 	base := strings.TrimSuffix(env["AZURE_AUTHORITY_HOST"], "/") + "/_cerulean/admin/principals"
 
@@ -207,15 +227,19 @@ func TestCloudSurvivesKill9(t *testing.T) {
 		mu.Lock()
 		t.Fatalf("writers stalled after %d writes (%v)", len(writes), badResp)
 	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown path runs
-		t.Fatal(err)
-	}
+	first.kill(t)
 	wg.Wait()
 	if badResp != nil {
 		t.Fatal(badResp)
 	}
 
-	_, env2 := startCloudProcess(t, bin, dir)
+	// The log of every request the killed cloud served holds neither the secret nor the token.
+	if log := first.stderr.String(); !strings.Contains(log, "Served request") ||
+		strings.Contains(log, env["AZURE_CLIENT_SECRET"]) || strings.Contains(log, token) {
+		t.Error("the cloud's log lacks request lines, or holds the client secret or an access token")
+	}
+
+	env2 := startCloudProcess(t, bin, dir).env
 	for _, k := range []string{"AZURE_TENANT_ID", "AZURE_SUBSCRIPTION_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"} {
 		if env2[k] != env[k] {
 			t.Errorf("%s changed across the restart", k)

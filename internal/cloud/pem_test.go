@@ -3,8 +3,10 @@ package cloud_test
 import (
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud/pki"
@@ -19,3 +21,5 @@ func selfSignedCert(cn string) (*x509.Certificate, []byte, error) {
 }
 
 func base64Decode(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/faults"
 )
 
 // defaultCloudDataDir is $CERULEAN_CLOUD_DATA_DIR, else .cerulean/cloud.
@@ -23,6 +24,7 @@ func defaultCloudDataDir() string {
 func newCloudCommand() *cobra.Command {
 	opts := cloud.Options{}
 	verbose := false
+	faultsFile := ""
 	cmd := &cobra.Command{
 		Use:   "cloud",
 		Short: "Run the local Azure (Entra ID over HTTPS) with its state in a data directory",
@@ -33,6 +35,13 @@ func newCloudCommand() *cobra.Command {
 				level = slog.LevelDebug
 			}
 			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if faultsFile != "" {
+				cfg, err := faults.Load(faultsFile)
+				if err != nil {
+					return err
+				}
+				opts.Faults = &cfg
+			}
 			return runCloud(cmd.Context(), opts)
 		},
 	}
@@ -41,6 +50,8 @@ func newCloudCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&opts.TrustCAFiles, "trust-ca", nil, "extra CA bundle (PEM) to trust for federated issuers, besides the system roots; repeatable")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request")
 	cmd.Flags().DurationVar(&opts.ARM.RetryAfter, "arm-retry-after", 0, "poll interval ARM advertises on long-running operations (default 1s)")
+	cmd.Flags().BoolVar(&opts.Throttle, "throttle", false, "apply Azure's request limits: ARM reads 250 (+25/s) and writes 200 (+10/s) per subscription and principal, Key Vault 2000 per 10 s per vault")
+	cmd.Flags().StringVar(&faultsFile, "faults", "", "fault rules (JSON or YAML) active from the start; the admin API changes them later")
 	cmd.AddCommand(newCloudEnvCommand())
 	return cmd
 }

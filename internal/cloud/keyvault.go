@@ -23,6 +23,7 @@ func (c *Cloud) startKeyVault(ctx context.Context, opts Options) error {
 	data, err := keyvault.New(ctx, keyvault.Options{
 		Store: c.store, Tokens: c.entra, Authz: c.arm.Authz(), AuthorityURL: c.settings.URL,
 		TLS: tlsConfig, Clock: opts.Clock, Logger: opts.Logger.With("service", "keyvault"),
+		Limits: opts.KeyVaultLimits, Middleware: c.observeVault,
 	})
 	if err != nil {
 		return err

@@ -22,8 +22,11 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/admin"
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/faults"
+	"github.com/cerulean/cerulean/internal/cloud/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/cloud/pki"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/fsutil"
 )
@@ -37,6 +40,12 @@ type Options struct {
 	Clock        func() time.Time
 	Logger       *slog.Logger // nil = discard; never receives secrets or tokens
 	ARM          arm.Config   // ARM's tunables: LRO Retry-After, throttling limits, body cap
+	// Throttle turns on Azure's default limits (ARM per subscription and principal, Key Vault
+	// per vault) where ARM.Limits or KeyVaultLimits do not set others. Off by default.
+	Throttle       bool
+	KeyVaultLimits *keyvault.Limits // per-vault throttling; nil = none unless Throttle
+	Faults         *faults.Config   // fault rules active from the start; the admin API changes them
+	RequestLogSize int              // requests the log keeps; 0 = reqlog.DefaultSize
 }
 
 // Settings are what a client needs to use the cloud.
@@ -77,6 +86,9 @@ type Cloud struct {
 	srv      *http.Server
 	served   chan error
 	log      *slog.Logger
+	faults   *faults.Injector
+	requests *reqlog.Log
+	now      func() time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -94,6 +106,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:8443"
 	}
+	opts.applyThrottle()
 	dir, err := filepath.Abs(opts.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("resolve data dir: %w", err)
@@ -127,6 +140,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger}
+	if err := c.startFaults(opts); err != nil {
+		return nil, err
+	}
 
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
@@ -173,10 +189,11 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	admin.New(admin.Options{
 		Entra: c.entra, TenantID: boot.TenantID, OwnerObjectID: boot.ObjectID, Audience: ResourceManagerAudience,
 		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,
+		Faults: c.faults, Requests: c.requests,
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
 	c.srv = &http.Server{
-		Handler:           c.withARM(mux),
+		Handler:           c.observe(serviceOf, "", c.withARM(mux)),
 		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // keep-alive connections of gone clients do not pile up

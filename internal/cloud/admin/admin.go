@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/faults"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 )
 
 // Prefix is the root of the admin API.
@@ -32,6 +34,8 @@ type Options struct {
 	Audience      string // the ARM audience
 	Logger        *slog.Logger
 	Clock         func() time.Time
+	Faults        *faults.Injector // the fault rules under /faults; nil = no such routes
+	Requests      *reqlog.Log      // the request log under /requests; nil = no such routes
 }
 
 // API is the admin API.
@@ -79,6 +83,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.Handle("DELETE "+Prefix+"/principals/{clientId}", h(a.deletePrincipal))
 	mux.Handle("POST "+Prefix+"/principals/{clientId}/secrets", h(a.addSecret))
 	mux.Handle("PUT "+Prefix+"/principals/{clientId}/federatedIdentityCredentials/{name}", h(a.putFIC))
+	a.registerFaults(mux, h)
 }
 
 func (a *API) authorized(next httpx.Handler) httpx.Handler {

@@ -20,7 +20,9 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
 	"github.com/cerulean/cerulean/internal/cloud/authz"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/faults"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
 
@@ -35,7 +37,7 @@ type Config struct {
 	// RetryAfter is the poll interval advertised on long-running operations (Retry-After and
 	// retry-after-ms); 0 = DefaultRetryAfter. Short, so SDK pollers do not wait their 30 s default.
 	RetryAfter time.Duration
-	Limits     *Limits // nil = DefaultLimits
+	Limits     *Limits // nil = no throttling (the default); &DefaultLimits = Azure's figures
 	MaxBody    int64   // request body cap in bytes; 0 = DefaultMaxBody
 }
 
@@ -132,15 +134,11 @@ func New(o Options) *Service {
 	if o.Config.MaxBody <= 0 {
 		o.Config.MaxBody = DefaultMaxBody
 	}
-	limits := DefaultLimits
-	if o.Config.Limits != nil {
-		limits = *o.Config.Limits
-	}
 	o.BaseURL = strings.TrimSuffix(o.BaseURL, "/")
 	s := &Service{
 		o: o, log: o.Logger, now: o.Clock,
 		types: map[string]Type{}, routes: map[string]Route{},
-		throttle: newThrottle(limits, o.Clock),
+		throttle: newThrottle(o.Config.Limits, o.Clock),
 		onDelete: map[string]func(*store.Tx, Resource) error{},
 	}
 	s.ops.init()
@@ -238,6 +236,7 @@ func (s *Service) dispatch(r *http.Request, h http.Header) (httpx.Response, erro
 	if err != nil {
 		return httpx.Response{}, err
 	}
+	reqlog.SetPrincipal(r.Context(), caller.ObjectID)
 	id, err := armid.Parse(r.URL.Path)
 	if err != nil {
 		return httpx.Response{}, Errorf(http.StatusBadRequest, "InvalidResourceId", "The resource id '%s' is invalid: %s.", clip(r.URL.Path, 256), strings.TrimPrefix(err.Error(), armid.ErrInvalid.Error()+": "))
@@ -259,6 +258,9 @@ func (s *Service) dispatch(r *http.Request, h http.Header) (httpx.Response, erro
 	req := &Request{HTTP: r, ID: id, APIVersion: version, Caller: caller, svc: s}
 	if err := s.authorize(r.Context(), rt, req); err != nil {
 		return httpx.Response{}, err
+	}
+	if lro, rule, ok := faults.LROFrom(r.Context()); ok {
+		return s.faultOperation(r.Context(), rt, req, lro, rule)
 	}
 	return rt.Handle(r.Context(), req)
 }
@@ -357,6 +359,9 @@ func (s *Service) Check(ctx context.Context, c Caller, action, scope string) err
 
 // take applies throttling and sets the remaining-budget headers.
 func (s *Service) take(r *http.Request, h http.Header, id armid.ID, c Caller) error {
+	if s.throttle == nil {
+		return nil
+	}
 	sub := id.Subscription()
 	if sub == "" {
 		sub = s.o.SubscriptionID
@@ -375,7 +380,8 @@ func (s *Service) take(r *http.Request, h http.Header, id armid.ID, c Caller) er
 		e := Errorf(http.StatusTooManyRequests, "SubscriptionRequestsThrottled",
 			"Number of requests for subscription '%s' and operation '%s' exceeded the backend storage limit. Please try again after '%d' seconds.",
 			sub, r.Method, secondsCeil(wait))
-		e.Header = http.Header{"Retry-After": {itoa(secondsCeil(wait))}, "Retry-After-Ms": {itoa(int(wait / time.Millisecond))}}
+		ms := itoa(int(wait / time.Millisecond))
+		e.Header = http.Header{"Retry-After": {itoa(secondsCeil(wait))}, "Retry-After-Ms": {ms}, "X-Ms-Retry-After-Ms": {ms}}
 		return e
 	}
 	return nil

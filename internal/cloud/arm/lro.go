@@ -29,6 +29,7 @@ const (
 	OpInProgress = "InProgress"
 	OpSucceeded  = "Succeeded"
 	OpFailed     = "Failed"
+	OpCanceled   = "Canceled"
 )
 
 // Operation kinds.
@@ -46,6 +47,8 @@ type Operation struct {
 	Ended      time.Time `json:"endTime,omitzero"`
 	ErrCode    string    `json:"errorCode,omitempty"`
 	ErrMessage string    `json:"errorMessage,omitempty"`
+	// PollsLeft is how many more polls report InProgress before Status shows (fault injection).
+	PollsLeft int `json:"pollsLeft,omitempty"`
 }
 
 type operations struct {
@@ -213,7 +216,7 @@ type operationStatus struct {
 }
 
 func (s *Service) getOperationStatus(ctx context.Context, r *Request) (httpx.Response, error) {
-	op, err := s.operation(ctx, r.ID.Name())
+	op, err := s.poll(ctx, r.ID.Name())
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -221,7 +224,7 @@ func (s *Service) getOperationStatus(ctx context.Context, r *Request) (httpx.Res
 	if !op.Ended.IsZero() {
 		body.EndTime = &op.Ended
 	}
-	if op.Status == OpFailed {
+	if op.Status == OpFailed || op.Status == OpCanceled {
 		body.Error = map[string]string{"code": op.ErrCode, "message": op.ErrMessage}
 	}
 	res := httpx.Response{Body: body}
@@ -232,7 +235,7 @@ func (s *Service) getOperationStatus(ctx context.Context, r *Request) (httpx.Res
 }
 
 func (s *Service) getOperationResult(ctx context.Context, r *Request) (httpx.Response, error) {
-	op, err := s.operation(ctx, r.ID.Name())
+	op, err := s.poll(ctx, r.ID.Name())
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -241,7 +244,7 @@ func (s *Service) getOperationResult(ctx context.Context, r *Request) (httpx.Res
 		h := s.pollHeaders(op)
 		h.Del("Azure-Asyncoperation")
 		return httpx.Response{Status: http.StatusAccepted, Header: h}, nil
-	case OpFailed:
+	case OpFailed, OpCanceled:
 		return httpx.Response{}, Errorf(http.StatusBadRequest, op.ErrCode, "%s", op.ErrMessage)
 	}
 	return httpx.Response{Status: http.StatusOK}, nil

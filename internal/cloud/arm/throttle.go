@@ -2,8 +2,9 @@ package arm
 
 import (
 	"math"
-	"sync"
 	"time"
+
+	"github.com/cerulean/cerulean/internal/cloud/ratelimit"
 )
 
 // Limits are ARM's token buckets, kept per subscription and principal: a request takes one
@@ -11,56 +12,43 @@ import (
 type Limits struct {
 	Reads, ReadsPerSecond   float64
 	Writes, WritesPerSecond float64 // writes and deletes
+	// RetryAfter, when set, is the Retry-After a 429 advertises instead of the time until a token
+	// is back: tests keep it short so SDK retries stay fast while their clock decides refills.
+	RetryAfter time.Duration
 }
 
-// DefaultLimits are Azure's current per-principal subscription limits.
+// DefaultLimits are Azure's current per-principal subscription limits; Config.Limits = &DefaultLimits
+// (`cerulean cloud --throttle`) turns them on.
 var DefaultLimits = Limits{Reads: 250, ReadsPerSecond: 25, Writes: 200, WritesPerSecond: 10}
 
 // Unlimited never throttles (benchmarks); the headers still count down from a large budget.
 var Unlimited = Limits{Reads: math.MaxInt32, ReadsPerSecond: math.MaxInt32, Writes: math.MaxInt32, WritesPerSecond: math.MaxInt32}
 
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// throttle holds the buckets. Memory is bounded by subscriptions × principals that call.
+// throttle holds the buckets; a nil *throttle (no Config.Limits) never throttles.
 type throttle struct {
-	mu      sync.Mutex
 	limits  Limits
-	now     func() time.Time
-	buckets map[string]*bucket
+	buckets *ratelimit.Buckets
 }
 
-func newThrottle(l Limits, now func() time.Time) *throttle {
-	return &throttle{limits: l, now: now, buckets: map[string]*bucket{}}
+func newThrottle(l *Limits, now func() time.Time) *throttle {
+	if l == nil {
+		return nil
+	}
+	return &throttle{limits: *l, buckets: ratelimit.New(now)}
 }
 
 // take spends a token of the read or write bucket of key. It returns the tokens left and,
-// when none was left, how long until one is.
+// when none was left, how long the client should wait.
 func (t *throttle) take(key string, write bool) (remaining int, wait time.Duration) {
-	burst, rate := t.limits.Reads, t.limits.ReadsPerSecond
+	l := ratelimit.Limit{Burst: t.limits.Reads, PerSecond: t.limits.ReadsPerSecond}
+	key += "|r"
 	if write {
-		burst, rate = t.limits.Writes, t.limits.WritesPerSecond
-		key += "|w"
-	} else {
-		key += "|r"
+		l = ratelimit.Limit{Burst: t.limits.Writes, PerSecond: t.limits.WritesPerSecond}
+		key = key[:len(key)-1] + "w"
 	}
-	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b, ok := t.buckets[key]
-	if !ok {
-		b = &bucket{tokens: burst, last: now}
-		t.buckets[key] = b
+	remaining, wait = t.buckets.Take(key, l)
+	if wait > 0 && t.limits.RetryAfter > 0 {
+		wait = t.limits.RetryAfter
 	}
-	if d := now.Sub(b.last).Seconds(); d > 0 {
-		b.tokens = math.Min(burst, b.tokens+d*rate)
-	}
-	b.last = now
-	if b.tokens < 1 {
-		return 0, time.Duration((1 - b.tokens) / rate * float64(time.Second))
-	}
-	b.tokens--
-	return int(b.tokens), 0
+	return remaining, wait
 }

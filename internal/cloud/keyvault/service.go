@@ -23,6 +23,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
+	"github.com/cerulean/cerulean/internal/cloud/ratelimit"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
 
@@ -41,14 +43,18 @@ type Options struct {
 	TLS          *tls.Config // the serving certificate, from the cloud's CA, valid for 127.0.0.1
 	Clock        func() time.Time
 	Logger       *slog.Logger // never receives secret values or tokens
+	Limits       *Limits      // per-vault throttling; nil = none (the default)
+	// Middleware, when set, wraps every vault's handler (the cloud's request log and faults).
+	Middleware func(vault string, h http.Handler) http.Handler
 }
 
 // Service is the Key Vault data plane of every vault of the cloud.
 type Service struct {
-	o      Options
-	log    *slog.Logger
-	now    func() time.Time
-	sealer *sealer
+	o       Options
+	log     *slog.Logger
+	now     func() time.Time
+	sealer  *sealer
+	buckets *ratelimit.Buckets
 
 	mu      sync.Mutex
 	servers map[string]*vaultServer // by lower-case vault name
@@ -73,7 +79,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{o: o, log: o.Logger, now: o.Clock, sealer: sl, servers: map[string]*vaultServer{}}, nil
+	return &Service{o: o, log: o.Logger, now: o.Clock, sealer: sl, buckets: ratelimit.New(o.Clock), servers: map[string]*vaultServer{}}, nil
 }
 
 // Vault returns the vault with this name, active or deleted.
@@ -90,7 +96,7 @@ func (s *Service) Vault(ctx context.Context, name string) (Vault, error) {
 // handler serves one vault's origin.
 func (s *Service) handler(name string) http.Handler {
 	log := s.log.With("vault", name)
-	return httpx.Adapt(log, func(r *http.Request) (httpx.Response, error) {
+	h := httpx.Adapt(log, func(r *http.Request) (httpx.Response, error) {
 		res, err := s.serve(r, name)
 		if res.Header == nil {
 			res.Header = http.Header{}
@@ -99,6 +105,10 @@ func (s *Service) handler(name string) http.Handler {
 		res.Header.Set("X-Ms-Request-Id", uuid.NewString())
 		return res, err
 	}, writeError(log))
+	if s.o.Middleware != nil {
+		return s.o.Middleware(name, h)
+	}
+	return h
 }
 
 func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {
@@ -114,6 +124,10 @@ func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {
 	}
 	c, err := s.authenticate(r, v)
 	if err != nil {
+		return httpx.Response{}, err
+	}
+	reqlog.SetPrincipal(ctx, c.ObjectID)
+	if err := s.throttle(v.Name); err != nil {
 		return httpx.Response{}, err
 	}
 	rt, err := parseRoute(r.Method, r.URL.EscapedPath(), r.URL.RawQuery)

@@ -10,7 +10,8 @@ COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS    := -X github.com/cerulean/cerulean/internal/version.Version=$(VERSION) \
               -X github.com/cerulean/cerulean/internal/version.Commit=$(COMMIT)
 TEST_TIMEOUT ?= 45m
-TOOL_GROUPS := kubernetes etcd controller-gen helm golangci-lint
+CONTROL_PLANE_TOOLS := kubernetes etcd
+TOOL_GROUPS := $(CONTROL_PLANE_TOOLS) controller-gen helm golangci-lint
 
 export CERULEAN_BIN_DIR := $(BIN)
 
@@ -26,12 +27,20 @@ build: ## Build bin/cerulean
 tools: ## Build the pinned tools into bin/ (kube-apiserver, etcd, kubectl, ...; first run only)
 	@for g in $(TOOL_GROUPS); do hack/tools/build.sh $$g; done
 
+.PHONY: control-plane
+control-plane: ## Build only the local control plane's binaries into bin/ (first run only)
+	@for g in $(CONTROL_PLANE_TOOLS); do hack/tools/build.sh $$g; done
+
 .PHONY: up
-up: build tools ## Run the whole system on this machine (state in DATA_DIR=.cerulean)
+up: build control-plane ## Run the whole system on this machine (state in DATA_DIR=.cerulean)
 	$(BIN)/cerulean up --data-dir $(DATA_DIR)
 
+.PHONY: test-deps
+test-deps: ## Install what the tests run besides Go (the Azure CLI, from Debian's packages; first run only)
+	hack/install-azure-cli.sh
+
 .PHONY: test
-test: build tools check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint
+test: build tools test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint
 	go test -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: lint

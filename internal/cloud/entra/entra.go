@@ -103,9 +103,7 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.Handle("GET /{tenant}/discovery/v2.0/keys", h(s.jwks))
 	mux.Handle("GET /{tenant}/discovery/keys", h(s.jwks))
 	mux.Handle("/{tenant}/oauth2/v2.0/token", h(s.token))
-	if s.adfs != "" {
-		mux.Handle("GET /adfs/.well-known/openid-configuration", h(s.adfsConfiguration))
-	}
+	s.registerADFS(mux, h)
 }
 
 // NotFound answers an unknown path in Entra's error shape.
@@ -180,13 +178,6 @@ func (s *Service) openIDConfiguration(r *http.Request) (httpx.Response, error) {
 		"cloud_graph_host_name":                 strings.TrimPrefix(s.base, "https://"),
 		"msgraph_host":                          strings.TrimPrefix(s.base, "https://"),
 	}}, nil
-}
-
-// adfsConfiguration is the OpenID configuration of the ADFS-style authority: the ADFS tenant's
-// documents, whose token endpoint is that tenant's.
-func (s *Service) adfsConfiguration(r *http.Request) (httpx.Response, error) {
-	r.SetPathValue("tenant", s.adfs)
-	return s.openIDConfiguration(r)
 }
 
 func (s *Service) jwks(r *http.Request) (httpx.Response, error) {

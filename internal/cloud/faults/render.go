@@ -11,7 +11,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 )
 
-// errorCodes are, per service, the code (ARM, Key Vault) or OAuth error and AADSTS number
+// armCodes, keyVaultCodes and entraCodes are, per service, the code (ARM, Key Vault) or OAuth error and AADSTS number
 // (Entra ID) or error string (managed identity) each injected status is answered with.
 var armCodes = map[int]string{
 	http.StatusInternalServerError: "InternalServerError",

@@ -21,7 +21,7 @@ var (
 // Buckets.
 const (
 	bucketAssignments = "authz.assignments" // lower(id) -> Assignment
-	bucketByPrincipal = "authz.byPrincipal" // lower(principalId)/lower(id) -> id
+	bucketByPrincipal = "authz.byPrincipal" // lower(principalId)/lower(id) -> grant
 )
 
 // Assignment grants a role to a principal at a scope (and everything below it).
@@ -90,7 +90,7 @@ func PutTx(tx *store.Tx, a Assignment) (Assignment, bool, error) {
 	if err := tx.Put(bucketAssignments, key(a.ID), a); err != nil {
 		return a, false, err
 	}
-	if err := tx.Put(bucketByPrincipal, key(a.PrincipalID)+"/"+key(a.ID), a.ID); err != nil {
+	if err := tx.Put(bucketByPrincipal, key(a.PrincipalID)+"/"+key(a.ID), grant{ID: a.ID, ScopeKey: scopeKey(a.Scope), Role: a.RoleDefinitionID}); err != nil {
 		return a, false, err
 	}
 	return a, true, nil
@@ -138,17 +138,32 @@ func DeleteUnderTx(tx *store.Tx, scope string) error {
 	return nil
 }
 
-// forPrincipal calls fn for each of the principal's assignments.
-func forPrincipal(tx *store.Tx, principalID string, fn func(Assignment) error) error {
+// grant is what the principal index keeps of an assignment: enough to answer an access check,
+// which every ARM and Key Vault call makes, without reading the assignment itself.
+type grant struct {
+	ID       string `json:"id"`
+	ScopeKey string `json:"scopeKey"` // the scope in lower case without a trailing slash
+	Role     string `json:"role"`
+}
+
+// forPrincipalGrants calls fn for each of the principal's grants.
+func forPrincipalGrants(tx *store.Tx, principalID string, fn func(grant) error) error {
 	if principalID == "" {
 		return nil
 	}
 	return tx.ForEach(bucketByPrincipal, key(principalID)+"/", func(_ string, decode func(any) error) error {
-		var id string
-		if err := decode(&id); err != nil {
+		var g grant
+		if err := decode(&g); err != nil {
 			return err
 		}
-		a, err := GetTx(tx, id)
+		return fn(g)
+	})
+}
+
+// forPrincipal calls fn for each of the principal's assignments.
+func forPrincipal(tx *store.Tx, principalID string, fn func(Assignment) error) error {
+	return forPrincipalGrants(tx, principalID, func(g grant) error {
+		a, err := GetTx(tx, g.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		} else if err != nil {
@@ -192,9 +207,15 @@ func ListTx(tx *store.Tx, scope string, f Filter) ([]Assignment, error) {
 
 // scopeContains reports whether scope covers target: the root, the same scope, or above it.
 func scopeContains(scope, target string) bool {
-	scope = strings.ToLower(strings.TrimSuffix(scope, "/"))
-	target = strings.ToLower(strings.TrimSuffix(target, "/"))
-	return scope == "" || target == scope || strings.HasPrefix(target, scope+"/")
+	return keyContains(scopeKey(scope), scopeKey(target))
+}
+
+// scopeKey is the form scopes are compared in: lower case, no trailing slash.
+func scopeKey(scope string) string { return strings.ToLower(strings.TrimSuffix(scope, "/")) }
+
+// keyContains reports whether the scope key covers the target key (itself or below it).
+func keyContains(scope, target string) bool {
+	return scope == "" || target == scope || (strings.HasPrefix(target, scope) && target[len(scope)] == '/')
 }
 
 // Authorizer answers access checks from the assignments in a store.
@@ -216,12 +237,13 @@ func (a *Authorizer) CheckData(ctx context.Context, principalID, dataAction, sco
 
 func (a *Authorizer) check(ctx context.Context, principalID, scope string, grants func(RoleDefinition) bool) error {
 	errFound := errors.New("found")
+	target := scopeKey(scope)
 	err := a.st.View(ctx, func(tx *store.Tx) error {
-		return forPrincipal(tx, principalID, func(as Assignment) error {
-			if !scopeContains(as.Scope, scope) {
+		return forPrincipalGrants(tx, principalID, func(g grant) error {
+			if !keyContains(g.ScopeKey, target) {
 				return nil
 			}
-			if r, ok := RoleByID(as.RoleDefinitionID); ok && grants(r) {
+			if r, ok := RoleByID(g.Role); ok && grants(r) {
 				return errFound
 			}
 			return nil

@@ -10,17 +10,15 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud"
-	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/authz"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 )
 
@@ -28,54 +26,13 @@ type env struct {
 	c    *cloud.Cloud
 	s    cloud.Settings
 	cred azcore.TokenCredential
+	opts *arm.ClientOptions // no retries
 }
 
 func start(t *testing.T) *env {
 	t.Helper()
-	limits := cloudarm.Unlimited
-	c, err := cloud.Start(t.Context(), cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
-		ARM: cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits},
-	})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	e := &env{c: c, s: c.Settings()}
-	e.cred = e.secretCred(t, e.s.ClientID, e.s.ClientSecret)
-	return e
-}
-
-func (e *env) secretCred(t *testing.T, clientID, secret string) azcore.TokenCredential {
-	t.Helper()
-	cred, err := azidentity.NewClientSecretCredential(e.s.TenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: e.c.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cred
-}
-
-func (e *env) armOptions() *arm.ClientOptions {
-	o := e.c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	return &arm.ClientOptions{ClientOptions: o}
-}
-
-// newPrincipal is a service principal with a secret and no role.
-func (e *env) newPrincipal(t *testing.T) (entra.Principal, azcore.TokenCredential) {
-	t.Helper()
-	dir := e.c.Entra().Directory
-	p, err := dir.CreatePrincipal(t.Context(), entra.Principal{TenantID: e.s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: "operator"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, _, err := dir.AddSecret(t.Context(), e.s.TenantID, p.ClientID, time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, e.secretCred(t, p.ClientID, secret)
+	c := cloudtest.Start(t, cloud.Options{Logger: slog.New(slog.DiscardHandler), ARM: cloudtest.FastARM()})
+	return &env{c: c, s: c.Settings(), cred: cloudtest.OwnerCred(t, c), opts: cloudtest.ARMOptions(c)}
 }
 
 func (e *env) grant(t *testing.T, principalID, role, scope string) {
@@ -92,20 +49,12 @@ func (e *env) grant(t *testing.T, principalID, role, scope string) {
 
 func (e *env) group(t *testing.T, name string) string {
 	t.Helper()
-	groups, err := armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.cred, e.armOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := groups.CreateOrUpdate(t.Context(), name, armresources.ResourceGroup{Location: new("westeurope")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return *g.ID
+	return cloudtest.CreateGroup(t, e.c, e.cred, e.opts, "westeurope", name)
 }
 
 func (e *env) identity(t *testing.T, rg, name string) armmsi.Identity {
 	t.Helper()
-	ids, err := armmsi.NewUserAssignedIdentitiesClient(e.s.SubscriptionID, e.cred, e.armOptions())
+	ids, err := armmsi.NewUserAssignedIdentitiesClient(e.s.SubscriptionID, e.cred, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +67,7 @@ func (e *env) identity(t *testing.T, rg, name string) armmsi.Identity {
 
 func vms(t *testing.T, e *env, cred azcore.TokenCredential) *armcompute.VirtualMachinesClient {
 	t.Helper()
-	c, err := armcompute.NewVirtualMachinesClient(e.s.SubscriptionID, cred, e.armOptions())
+	c, err := armcompute.NewVirtualMachinesClient(e.s.SubscriptionID, cred, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +179,7 @@ func TestUserAssignedIdentityNeedsAssignPermission(t *testing.T) {
 	mi2 := e.identity(t, "rg-identities", "id-two")
 
 	// The operator may write VMs in rg but has no role on the identities.
-	op, opCred := e.newPrincipal(t)
+	op, opCred := cloudtest.NewPrincipal(t, e.c, "operator")
 	e.grant(t, op.ObjectID, authz.Contributor, rg)
 	c := vms(t, e, opCred)
 	withUAI := func(ids ...string) *armcompute.VirtualMachineIdentity {
@@ -290,7 +239,7 @@ func TestScaleSetIdentities(t *testing.T) {
 	ctx := t.Context()
 	e.group(t, "rg")
 	mi := e.identity(t, "rg", "id-nodes")
-	c, err := armcompute.NewVirtualMachineScaleSetsClient(e.s.SubscriptionID, e.cred, e.armOptions())
+	c, err := armcompute.NewVirtualMachineScaleSetsClient(e.s.SubscriptionID, e.cred, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +271,7 @@ func TestScaleSetIdentities(t *testing.T) {
 		t.Fatal("the admin password came back")
 	}
 	// Deleting the group deletes the scale set and its system-assigned principal.
-	groups, err := armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.cred, e.armOptions())
+	groups, err := armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.cred, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,15 +9,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage/v2"
 
 	"github.com/cerulean/cerulean/internal/cloud"
-	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 var poll = &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}
@@ -25,35 +21,12 @@ var poll = &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}
 // start runs a cloud and returns it with a storage accounts client of its Owner.
 func start(t *testing.T) (*cloud.Cloud, *armstorage.AccountsClient) {
 	t.Helper()
-	limits := cloudarm.Unlimited
-	c, err := cloud.Start(t.Context(), cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
-		ARM: cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits},
-	})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	s := c.Settings()
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	opts := &arm.ClientOptions{ClientOptions: o}
-	groups, err := armresources.NewResourceGroupsClient(s.SubscriptionID, cred, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := cloudtest.Start(t, cloud.Options{Logger: slog.New(slog.DiscardHandler), ARM: cloudtest.FastARM()})
+	cred, opts := cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c)
 	for _, rg := range []string{"rg", "rg2"} {
-		if _, err := groups.CreateOrUpdate(t.Context(), rg, armresources.ResourceGroup{Location: new("westeurope")}, nil); err != nil {
-			t.Fatal(err)
-		}
+		cloudtest.CreateGroup(t, c, cred, opts, "westeurope", rg)
 	}
-	accounts, err := armstorage.NewAccountsClient(s.SubscriptionID, cred, opts)
+	accounts, err := armstorage.NewAccountsClient(c.Settings().SubscriptionID, cred, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

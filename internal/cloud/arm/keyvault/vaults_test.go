@@ -11,10 +11,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
@@ -22,7 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud"
-	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 type env struct {
@@ -35,35 +33,24 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	limits := cloudarm.Unlimited
-	c, err := cloud.Start(t.Context(), cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
-		ARM: cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits},
-	})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
+	c := cloudtest.Start(t, cloud.Options{Logger: slog.New(slog.DiscardHandler), ARM: cloudtest.FastARM()})
+	e := newEnv(t, c, cloudtest.ARMOptions(c))
+	for _, rg := range []string{"rg-a", "rg-b"} {
+		cloudtest.CreateGroup(t, c, e.cred, cloudtest.ARMOptions(c), "eastus", rg)
 	}
-	t.Cleanup(func() { _ = c.Close() })
-	e := &env{c: c, s: c.Settings()}
-	e.cred, err = azidentity.NewClientSecretCredential(e.s.TenantID, e.s.ClientID, e.s.ClientSecret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	opts := &arm.ClientOptions{ClientOptions: o}
+	return e
+}
+
+// newEnv is c with the Owner's vaults and groups clients.
+func newEnv(t *testing.T, c *cloud.Cloud, opts *arm.ClientOptions) *env {
+	t.Helper()
+	e := &env{c: c, s: c.Settings(), cred: cloudtest.OwnerCred(t, c)}
+	var err error
 	if e.vaults, err = armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.cred, opts); err != nil {
 		t.Fatal(err)
 	}
 	if e.groups, err = armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.cred, opts); err != nil {
 		t.Fatal(err)
-	}
-	for _, rg := range []string{"rg-a", "rg-b"} {
-		if _, err := e.groups.CreateOrUpdate(t.Context(), rg, armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return e
 }
@@ -113,9 +100,7 @@ func (e *env) secretsOf(t *testing.T, v armkeyvault.Vault) *azsecrets.Client {
 	if err != nil {
 		t.Fatalf("assign Secrets Officer: %v", err)
 	}
-	o := e.c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	c, err := azsecrets.NewClient(*v.Properties.VaultURI, e.cred, &azsecrets.ClientOptions{ClientOptions: o, DisableChallengeResourceVerification: true})
+	c, err := azsecrets.NewClient(*v.Properties.VaultURI, e.cred, &azsecrets.ClientOptions{ClientOptions: cloudtest.NoRetry(e.c), DisableChallengeResourceVerification: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,27 +277,8 @@ func TestPurgeProtection(t *testing.T) {
 func TestVaultURIStableAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	startAt := func() *env {
-		limits := cloudarm.Unlimited
-		c, err := cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: dir, Logger: slog.New(slog.DiscardHandler),
-			ARM: cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits}})
-		if err != nil {
-			t.Fatalf("start cloud: %v", err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		e := &env{c: c, s: c.Settings()}
-		e.cred, err = azidentity.NewClientSecretCredential(e.s.TenantID, e.s.ClientID, e.s.ClientSecret, &azidentity.ClientSecretCredentialOptions{
-			ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.vaults, err = armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.cred, &arm.ClientOptions{ClientOptions: c.ClientOptions()}); err != nil {
-			t.Fatal(err)
-		}
-		if e.groups, err = armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.cred, &arm.ClientOptions{ClientOptions: c.ClientOptions()}); err != nil {
-			t.Fatal(err)
-		}
-		return e
+		c := cloudtest.Start(t, cloud.Options{DataDir: dir, Logger: slog.New(slog.DiscardHandler), ARM: cloudtest.FastARM()})
+		return newEnv(t, c, &arm.ClientOptions{ClientOptions: c.ClientOptions()})
 	}
 	e := startAt()
 	if _, err := e.groups.CreateOrUpdate(t.Context(), "rg-a", armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil); err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,38 +23,21 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud"
-	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
 	"github.com/cerulean/cerulean/internal/cloud/authz"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 )
 
 var poll = &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a cloud with a VM that has a system-assigned identity and user-assigned "id-a",
 // and a user-assigned "id-b" that is assigned to nothing.
 type fixture struct {
 	c        *cloud.Cloud
 	s        cloud.Settings
-	logs     *syncBuffer
+	logs     *cloudtest.SyncBuffer
 	cred     azcore.TokenCredential
 	opts     *arm.ClientOptions
 	vm       armcompute.VirtualMachine
@@ -68,36 +50,10 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	logs := &syncBuffer{}
-	limits := cloudarm.Unlimited
-	c, err := cloud.Start(ctx, cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(),
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		ARM:    cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits},
-	})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	f := &fixture{c: c, s: c.Settings(), logs: logs}
-	f.cred, err = azidentity.NewClientSecretCredential(f.s.TenantID, f.s.ClientID, f.s.ClientSecret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	f.opts = &arm.ClientOptions{ClientOptions: o}
-	groups, err := armresources.NewResourceGroupsClient(f.s.SubscriptionID, f.cred, f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := groups.CreateOrUpdate(ctx, "rg", armresources.ResourceGroup{Location: new("westeurope")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.rgID = *g.ID
+	logs := &cloudtest.SyncBuffer{}
+	c := cloudtest.Start(t, cloud.Options{Logger: cloudtest.DebugLogger(logs), ARM: cloudtest.FastARM()})
+	f := &fixture{c: c, s: c.Settings(), logs: logs, cred: cloudtest.OwnerCred(t, c), opts: cloudtest.ARMOptions(c)}
+	f.rgID = cloudtest.CreateGroup(t, c, f.cred, f.opts, "westeurope", "rg")
 	ids, err := armmsi.NewUserAssignedIdentitiesClient(f.s.SubscriptionID, f.cred, f.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -159,9 +115,7 @@ func (f *fixture) claims(t *testing.T, raw string) *entra.AccessClaims {
 // IDENTITY_ENDPOINT and IDENTITY_HEADER from the environment (set by the caller).
 func (f *fixture) miCred(t *testing.T, id azidentity.ManagedIDKind) azcore.TokenCredential {
 	t.Helper()
-	o := f.c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ClientOptions: o, ID: id})
+	cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ClientOptions: cloudtest.NoRetry(f.c), ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}

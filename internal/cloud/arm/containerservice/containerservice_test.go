@@ -10,11 +10,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 type fixture struct {
@@ -27,26 +26,11 @@ type fixture struct {
 // armcontainerservice client authenticated as the bootstrap principal (Owner).
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	c, err := cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	s := c.Settings()
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret,
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := cloudtest.Start(t, cloud.Options{})
+	cred := cloudtest.OwnerCred(t, c)
 	opts := &arm.ClientOptions{ClientOptions: c.ClientOptions()}
-	groups, err := armresources.NewResourceGroupsClient(s.SubscriptionID, cred, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := groups.CreateOrUpdate(t.Context(), "rg", armresources.ResourceGroup{Location: to.Ptr("westeurope")}, nil); err != nil {
-		t.Fatalf("create resource group: %v", err)
-	}
-	clusters, err := armcontainerservice.NewManagedClustersClient(s.SubscriptionID, cred, opts)
+	cloudtest.CreateGroup(t, c, cred, opts, "westeurope", "rg")
+	clusters, err := armcontainerservice.NewManagedClustersClient(c.Settings().SubscriptionID, cred, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,11 +55,11 @@ func (s *Service) Metadata(o MetadataOptions) http.Handler {
 }
 
 // legacyMetadata is the 2015-01-01 shape, from which msrestazure takes the login endpoint, the
-// ARM audience and the Graph endpoint.
+// ARM audience and the Graph audience (graphEndpoint: the CLI uses it only as an audience).
 func (s *Service) legacyMetadata(o MetadataOptions) map[string]any {
 	return map[string]any{
 		"galleryEndpoint": s.base() + "/",
-		"graphEndpoint":   s.base() + "/",
+		"graphEndpoint":   graphAudience,
 		"portalEndpoint":  s.base() + "/",
 		"authentication": map[string]any{
 			"loginEndpoint": o.ADFSLoginEndpoint,
@@ -96,10 +96,13 @@ func (s *Service) cloudMetadata(o MetadataOptions, cli bool) cloudMetadata {
 	}
 	return cloudMetadata{
 		Name: o.Name, Portal: s.base(), Authentication: auth, ResourceManager: s.base() + "/",
-		Graph: s.base() + "/", GraphAudience: "https://graph.windows.net/", MicrosoftGraphResourceID: s.base() + "/",
+		Graph: s.base() + "/", GraphAudience: graphAudience, MicrosoftGraphResourceID: s.base() + "/",
 		Suffixes: map[string]string{"keyVaultDns": "vault.azure.net", "storage": "core.windows.net"},
 	}
 }
+
+// graphAudience is Azure AD Graph's audience, which the CLI requires a cloud to name.
+const graphAudience = "https://graph.windows.net/"
 
 // metadataAudiences are ARM's audiences, the one clients ask tokens for first.
 func metadataAudiences() []string {

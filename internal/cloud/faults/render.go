@@ -11,8 +11,8 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 )
 
-// armCodes, keyVaultCodes and entraCodes are, per service, the code (ARM, Key Vault) or OAuth error and AADSTS number
-// (Entra ID) or error string (managed identity) each injected status is answered with.
+// armCodes, keyVaultCodes and entraCodes are the error code (ARM, Key Vault) or the OAuth error
+// and AADSTS number (Entra ID) each injected status is answered with.
 var armCodes = map[int]string{
 	http.StatusInternalServerError: "InternalServerError",
 	http.StatusServiceUnavailable:  "ServiceUnavailable",

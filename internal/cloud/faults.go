@@ -62,7 +62,7 @@ func serviceOf(r *http.Request) string {
 	switch p := r.URL.Path; {
 	case strings.HasPrefix(p, admin.Prefix+"/"):
 		return ""
-	case arm.Handles(p):
+	case arm.Handles(p), p == "/metadata/endpoints": // the cloud-metadata document is ARM's
 		return faults.ServiceARM
 	case p == msi.AppServicePath || p == msi.IMDSPath:
 		return faults.ServiceMSI

@@ -437,3 +437,48 @@ func azidentityCred(e *faultEnv) (azcore.TokenCredential, error) {
 		ClientOptions: e.clientOptions(), DisableInstanceDiscovery: true,
 	})
 }
+
+// TestFaultLROOnPut: a PUT made long-running answers 201 with Azure-AsyncOperation; a Failed
+// one reports InProgress for its polls, then Failed, and creates nothing.
+func TestFaultLROOnPut(t *testing.T) {
+	e := startFaulty(t, cloud.Options{})
+	if err := e.c.Faults().Set(faults.Config{Rules: []faults.Rule{{Method: http.MethodPut, ResourceType: "Microsoft.Resources/resourceGroups",
+		LRO: &faults.LRO{Polls: 2, Result: faults.ResultFailed}}}}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := getToken(t, e.cred, armScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, u, body string) (*http.Response, map[string]any) {
+		req, _ := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := (&http.Client{Transport: e.c.Transport()}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp, out
+	}
+	group := e.s.URL + "/subscriptions/" + e.s.SubscriptionID + "/resourcegroups/never?api-version=2021-04-01"
+	resp, _ := do(http.MethodPut, group, `{"location":"eastus"}`)
+	status := resp.Header.Get("Azure-AsyncOperation")
+	if resp.StatusCode != http.StatusCreated || status == "" {
+		t.Fatalf("PUT: %d %v", resp.StatusCode, resp.Header)
+	}
+	var seen []string
+	for range 3 {
+		_, out := do(http.MethodGet, status, "")
+		s, _ := out["status"].(string)
+		seen = append(seen, s)
+	}
+	if strings.Join(seen, ",") != "InProgress,InProgress,Failed" {
+		t.Errorf("statuses = %v", seen)
+	}
+	if resp, _ := do(http.MethodGet, group, ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a failed PUT created the group: %d", resp.StatusCode)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud/authz"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 func TestRoleAssignments(t *testing.T) {
@@ -106,7 +107,7 @@ func TestRoleAssignments(t *testing.T) {
 	respErr(t, err, http.StatusNotFound, "RoleAssignmentNotFound")
 
 	// Raw: a bad filter and a bad name.
-	tok := e.token(t, e.cred, armScope)
+	tok := cloudtest.Token(t, e.cred, armScope)
 	st, h, body := e.do(t, http.MethodGet, sub+"/providers/Microsoft.Authorization/roleAssignments?api-version=2022-04-01&$filter=name%20eq%20'x'", tok, "")
 	wantARMError(t, st, h, body, http.StatusBadRequest, "UnsupportedQuery")
 	st, h, body = e.do(t, http.MethodPut, sub+"/providers/Microsoft.Authorization/roleAssignments/not-a-guid?api-version=2022-04-01", tok,
@@ -122,7 +123,7 @@ func TestBuiltInRolesThroughARM(t *testing.T) {
 	if _, err := admin.groups.CreateOrUpdate(ctx, "rg", armresources.ResourceGroup{Location: ptr("eastus")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	p, cred := e.newPrincipal(t, "worker")
+	p, cred := cloudtest.NewPrincipal(t, e.c, "worker")
 	as := e.clients(t, cred)
 	assign := func(role string) string {
 		name := uuid.NewString()

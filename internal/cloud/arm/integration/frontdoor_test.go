@@ -11,6 +11,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // routeURL is the route's example path with the newest api-version its type accepts.
@@ -28,9 +29,9 @@ func (e *env) routeURL(t *testing.T, rt cloudarm.Route) string {
 // 403 AuthorizationFailed; and none of them writes anything.
 func TestEveryRouteAuthenticatesAndAuthorizes(t *testing.T) {
 	e := start(t)
-	p, cred := e.newPrincipal(t, "no-role")
-	roleless := e.token(t, cred, armScope)
-	graph := e.token(t, cred, "https://graph.microsoft.com/.default")
+	p, cred := cloudtest.NewPrincipal(t, e.c, "no-role")
+	roleless := cloudtest.Token(t, cred, armScope)
+	graph := cloudtest.Token(t, cred, "https://graph.microsoft.com/.default")
 	// A structurally valid token signed by someone else.
 	forged := func() string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"aud": "https://management.core.windows.net/", "oid": p.ObjectID})
@@ -81,7 +82,7 @@ func TestEveryRouteAuthenticatesAndAuthorizes(t *testing.T) {
 	}
 	// Tokens for the other ARM audience, with or without the slash, are accepted.
 	for _, scope := range []string{"https://management.azure.com/.default", "https://management.azure.com//.default"} {
-		tok := e.token(t, e.cred, scope)
+		tok := cloudtest.Token(t, e.cred, scope)
 		if st, _, b := e.do(t, http.MethodGet, "/subscriptions/"+e.s.SubscriptionID+"?api-version=2022-12-01", tok, ""); st != http.StatusOK {
 			t.Errorf("audience of %s: %d %v", scope, st, b)
 		}
@@ -95,7 +96,7 @@ func TestEveryRouteAuthenticatesAndAuthorizes(t *testing.T) {
 // ARM's code, and nothing is written.
 func TestFrontDoorErrors(t *testing.T) {
 	e := start(t)
-	tok := e.token(t, e.cred, armScope)
+	tok := cloudtest.Token(t, e.cred, armScope)
 	sub := "/subscriptions/" + e.s.SubscriptionID
 	if st, _, b := e.do(t, http.MethodPut, sub+"/resourcegroups/rg?api-version=2021-04-01", tok, `{"location":"eastus"}`); st != http.StatusCreated {
 		t.Fatalf("create group: %d %v", st, b)
@@ -168,7 +169,7 @@ func manyTags(n int) string {
 // Retry-After, which azcore honours.
 func TestThrottling(t *testing.T) {
 	e := startWithLimits(t, cloudarm.Limits{Reads: 3, ReadsPerSecond: 0.5, Writes: 2, WritesPerSecond: 0.5})
-	tok := e.token(t, e.cred, armScope)
+	tok := cloudtest.Token(t, e.cred, armScope)
 	u := "/subscriptions/" + e.s.SubscriptionID + "?api-version=2022-12-01"
 	var last string
 	for i := range 3 {
@@ -198,13 +199,9 @@ func TestExpiredToken(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c, err := cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	e := &env{c: c, s: c.Settings(), logs: &syncBuffer{}}
-	tok := e.token(t, e.secretCred(t, e.s.ClientID, e.s.ClientSecret), armScope)
+	c := cloudtest.Start(t, cloud.Options{Clock: clock})
+	e := &env{c: c, s: c.Settings(), logs: &cloudtest.SyncBuffer{}}
+	tok := cloudtest.Token(t, cloudtest.OwnerCred(t, e.c), armScope)
 	u := "/subscriptions/" + e.s.SubscriptionID + "?api-version=2022-12-01"
 	if st, _, b := e.do(t, http.MethodGet, u, tok, ""); st != http.StatusOK {
 		t.Fatalf("fresh token: %d %v", st, b)

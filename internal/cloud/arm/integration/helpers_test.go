@@ -8,18 +8,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
@@ -28,7 +23,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
-	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 const (
@@ -36,28 +31,10 @@ const (
 	exchangeAudience = "api://AzureADTokenExchange"
 )
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type env struct {
 	c    *cloud.Cloud
 	s    cloud.Settings
-	logs *syncBuffer
+	logs *cloudtest.SyncBuffer
 	cred azcore.TokenCredential // the bootstrap principal, Owner of the subscription
 }
 
@@ -75,37 +52,11 @@ func startWithLimits(t *testing.T, limits cloudarm.Limits) *env {
 
 func startWith(t *testing.T, limits cloudarm.Limits, trust ...[]byte) *env {
 	t.Helper()
-	logs := &syncBuffer{}
-	c, err := cloud.Start(t.Context(), cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(), TrustCAs: trust,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		ARM:    cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits, MaxBody: 64 << 10},
-	})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	e := &env{c: c, s: c.Settings(), logs: logs}
-	e.cred = e.secretCred(t, e.s.ClientID, e.s.ClientSecret)
-	return e
-}
-
-func (e *env) secretCred(t *testing.T, clientID, secret string) azcore.TokenCredential {
-	t.Helper()
-	cred, err := azidentity.NewClientSecretCredential(e.s.TenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: e.c.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cred
-}
-
-// armOptions are the SDK client options for the cloud (no retries, so a test sees every status).
-func (e *env) armOptions() *arm.ClientOptions {
-	o := e.c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	return &arm.ClientOptions{ClientOptions: o}
+	logs := &cloudtest.SyncBuffer{}
+	cfg := cloudtest.FastARM()
+	cfg.Limits, cfg.MaxBody = &limits, 64<<10
+	c := cloudtest.Start(t, cloud.Options{TrustCAs: trust, Logger: cloudtest.DebugLogger(logs), ARM: cfg})
+	return &env{c: c, s: c.Settings(), logs: logs, cred: cloudtest.OwnerCred(t, c)}
 }
 
 type clients struct {
@@ -125,41 +76,17 @@ func (e *env) clients(t *testing.T, cred azcore.TokenCredential) clients {
 			t.Fatal(err)
 		}
 	}
-	c.groups, err = armresources.NewResourceGroupsClient(e.s.SubscriptionID, cred, e.armOptions())
+	c.groups, err = armresources.NewResourceGroupsClient(e.s.SubscriptionID, cred, cloudtest.ARMOptions(e.c))
 	must(err)
-	c.identities, err = armmsi.NewUserAssignedIdentitiesClient(e.s.SubscriptionID, cred, e.armOptions())
+	c.identities, err = armmsi.NewUserAssignedIdentitiesClient(e.s.SubscriptionID, cred, cloudtest.ARMOptions(e.c))
 	must(err)
-	c.fics, err = armmsi.NewFederatedIdentityCredentialsClient(e.s.SubscriptionID, cred, e.armOptions())
+	c.fics, err = armmsi.NewFederatedIdentityCredentialsClient(e.s.SubscriptionID, cred, cloudtest.ARMOptions(e.c))
 	must(err)
-	c.assignments, err = armauthorization.NewRoleAssignmentsClient(e.s.SubscriptionID, cred, e.armOptions())
+	c.assignments, err = armauthorization.NewRoleAssignmentsClient(e.s.SubscriptionID, cred, cloudtest.ARMOptions(e.c))
 	must(err)
-	c.definitions, err = armauthorization.NewRoleDefinitionsClient(cred, e.armOptions())
+	c.definitions, err = armauthorization.NewRoleDefinitionsClient(cred, cloudtest.ARMOptions(e.c))
 	must(err)
 	return c
-}
-
-// newPrincipal creates a service principal with a secret and no role.
-func (e *env) newPrincipal(t *testing.T, name string) (entra.Principal, azcore.TokenCredential) {
-	t.Helper()
-	dir := e.c.Entra().Directory
-	p, err := dir.CreatePrincipal(t.Context(), entra.Principal{TenantID: e.s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, _, err := dir.AddSecret(t.Context(), e.s.TenantID, p.ClientID, time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, e.secretCred(t, p.ClientID, secret)
-}
-
-func (e *env) token(t *testing.T, cred azcore.TokenCredential, scope string) string {
-	t.Helper()
-	tok, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{scope}})
-	if err != nil {
-		t.Fatalf("get token: %v", err)
-	}
-	return tok.Token
 }
 
 // do sends a raw ARM request with an optional bearer token and returns status, headers and the

@@ -11,11 +11,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armsubscriptions"
 
 	"github.com/cerulean/cerulean/internal/cloud/authz"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 func TestSubscriptions(t *testing.T) {
 	e := start(t)
-	client, err := armsubscriptions.NewClient(e.cred, e.armOptions())
+	client, err := armsubscriptions.NewClient(e.cred, cloudtest.ARMOptions(e.c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestResourceGroupDeleteTakesContents(t *testing.T) {
 // TestLROHeaders checks the 202's polling headers and the short Retry-After.
 func TestLROHeaders(t *testing.T) {
 	e := start(t)
-	tok := e.token(t, e.cred, armScope)
+	tok := cloudtest.Token(t, e.cred, armScope)
 	if st, _, body := e.do(t, http.MethodPut, e.rgID("g")+"?api-version=2021-04-01", tok, `{"location":"eastus"}`); st != http.StatusCreated {
 		t.Fatalf("create: %d %v", st, body)
 	}
@@ -181,7 +182,7 @@ func TestLROHeaders(t *testing.T) {
 		t.Fatalf("result: %d", st)
 	}
 	// Another principal without a role cannot poll it.
-	_, other := e.newPrincipal(t, "other")
-	st, h, body := e.do(t, http.MethodGet, async, e.token(t, other, armScope), "")
+	_, other := cloudtest.NewPrincipal(t, e.c, "other")
+	st, h, body := e.do(t, http.MethodGet, async, cloudtest.Token(t, other, armScope), "")
 	wantARMError(t, st, h, body, http.StatusForbidden, "AuthorizationFailed")
 }

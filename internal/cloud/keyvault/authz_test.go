@@ -9,6 +9,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // TestRBACDenyThenAllow walks a principal from no role, through roles that grant no data
@@ -23,7 +25,7 @@ func TestRBACDenyThenAllow(t *testing.T) {
 	if _, err := admin.SetSecret(ctx, "exists", azsecrets.SetSecretParameters{Value: to.Ptr("v")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	app, cred := e.newPrincipal(t, "app")
+	app, cred := cloudtest.NewPrincipal(t, e.c, "app")
 	c := e.secrets(t, uri, cred)
 
 	denied := func(step string) {
@@ -68,7 +70,7 @@ func TestRBACDenyThenAllow(t *testing.T) {
 	}
 
 	// Key Vault Administrator grants every data action too.
-	admin2, cred2 := e.newPrincipal(t, "kv-admin")
+	admin2, cred2 := cloudtest.NewPrincipal(t, e.c, "kv-admin")
 	e.assign(t, id, roleKVAdmin, admin2.ObjectID)
 	if _, err := e.secrets(t, uri, cred2).PurgeDeletedSecret(ctx, "other", nil); err != nil {
 		t.Fatalf("Administrator purge: %v", err)
@@ -79,7 +81,7 @@ func TestRBACDenyThenAllow(t *testing.T) {
 // accessPolicies sub-resource; role assignments do not count in this mode.
 func TestAccessPolicyMode(t *testing.T) {
 	e := start(t)
-	app, cred := e.newPrincipal(t, "app")
+	app, cred := cloudtest.NewPrincipal(t, e.c, "app")
 	policy := func(objectID string, perms ...string) *armkeyvault.AccessPolicyEntry {
 		var ps []*armkeyvault.SecretPermissions
 		for _, p := range perms {

@@ -8,12 +8,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // TestTimeDrivenBehaviour moves the cloud's clock: tokens expire, and soft-deleted secrets and
 // vaults disappear at their scheduled purge date, freeing their names.
 func TestTimeDrivenBehaviour(t *testing.T) {
-	clk := &clock{t: time.Now()}
+	clk := cloudtest.NewClock()
 	e := startWithClock(t, clk.Now)
 	ctx := t.Context()
 	v := e.createVault(t, "kv-clock", armkeyvault.VaultProperties{EnableRbacAuthorization: to.Ptr(true), SoftDeleteRetentionInDays: to.Ptr[int32](7)})
@@ -27,7 +29,7 @@ func TestTimeDrivenBehaviour(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	old := e.token(t, e.owner, vaultScope)
+	old := cloudtest.Token(t, e.owner, vaultScope)
 	clk.Advance(2 * time.Hour)
 	resp, body := e.raw(t, "GET", uri+"secrets?api-version=7.5", old, "")
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
@@ -37,7 +39,7 @@ func TestTimeDrivenBehaviour(t *testing.T) {
 	// Seven days on, the deleted secret is gone and its name is free. A new credential: the
 	// SDK's token cache runs on the real clock.
 	clk.Advance(7 * 24 * time.Hour)
-	e.owner = e.secretCred(t, e.s.ClientID, e.s.ClientSecret)
+	e.owner = cloudtest.OwnerCred(t, e.c)
 	c = e.secrets(t, uri, e.owner)
 	_, err := c.GetDeletedSecret(ctx, "short-lived", nil)
 	respErr(t, err, http.StatusNotFound, "SecretNotFound")
@@ -66,7 +68,7 @@ func TestTimeDrivenBehaviour(t *testing.T) {
 	}, nil)
 	respErr(t, err, http.StatusConflict, "ConflictError")
 	clk.Advance(8 * 24 * time.Hour)
-	e.owner = e.secretCred(t, e.s.ClientID, e.s.ClientSecret)
+	e.owner = cloudtest.OwnerCred(t, e.c)
 	again := e.createVault(t, "kv-clock", armkeyvault.VaultProperties{})
 	if *again.Properties.EnableRbacAuthorization {
 		t.Fatal("the re-created vault kept the purged one's properties")

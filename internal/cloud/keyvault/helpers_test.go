@@ -1,32 +1,24 @@
 package keyvault_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud"
-	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
-	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // Built-in role definition ids.
@@ -39,28 +31,10 @@ const (
 	vaultScope         = "https://vault.azure.net/.default"
 )
 
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type env struct {
 	c     *cloud.Cloud
 	s     cloud.Settings
-	logs  *syncBuffer
+	logs  *cloudtest.SyncBuffer
 	owner azcore.TokenCredential // the bootstrap principal, Owner of the subscription
 	rg    string
 }
@@ -68,86 +42,19 @@ type env struct {
 // start runs a cloud in-process on a free port and creates a resource group.
 func start(t *testing.T) *env { return startWithClock(t, nil) }
 
-// clock is a settable clock; it starts at the real time so that what the SDK checks with its
-// own clock stays valid until a test moves it.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func startWithClock(t *testing.T, now func() time.Time) *env {
 	t.Helper()
-	logs := &syncBuffer{}
-	limits := cloudarm.Unlimited
-	c, err := cloud.Start(t.Context(), cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(), Clock: now,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		ARM:    cloudarm.Config{RetryAfter: 20 * time.Millisecond, Limits: &limits},
-	})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	logs := &cloudtest.SyncBuffer{}
+	c := cloudtest.Start(t, cloud.Options{Clock: now, Logger: cloudtest.DebugLogger(logs), ARM: cloudtest.FastARM()})
 	e := &env{c: c, s: c.Settings(), logs: logs, rg: "rg-kv"}
-	e.owner = e.secretCred(t, e.s.ClientID, e.s.ClientSecret)
-	groups, err := armresources.NewResourceGroupsClient(e.s.SubscriptionID, e.owner, e.armOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := groups.CreateOrUpdate(t.Context(), e.rg, armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil); err != nil {
-		t.Fatalf("create resource group: %v", err)
-	}
+	e.owner = cloudtest.OwnerCred(t, c)
+	cloudtest.CreateGroup(t, c, e.owner, cloudtest.ARMOptions(c), "eastus", e.rg)
 	return e
-}
-
-func (e *env) secretCred(t *testing.T, clientID, secret string) azcore.TokenCredential {
-	t.Helper()
-	cred, err := azidentity.NewClientSecretCredential(e.s.TenantID, clientID, secret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: e.c.ClientOptions(), DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cred
-}
-
-// armOptions are the SDK client options for the cloud (no retries, so a test sees every status).
-func (e *env) armOptions() *arm.ClientOptions {
-	o := e.c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	return &arm.ClientOptions{ClientOptions: o}
-}
-
-// newPrincipal creates a service principal with a secret and no role.
-func (e *env) newPrincipal(t *testing.T, name string) (entra.Principal, azcore.TokenCredential) {
-	t.Helper()
-	dir := e.c.Entra().Directory
-	p, err := dir.CreatePrincipal(t.Context(), entra.Principal{TenantID: e.s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret, _, err := dir.AddSecret(t.Context(), e.s.TenantID, p.ClientID, time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, e.secretCred(t, p.ClientID, secret)
 }
 
 func (e *env) vaults(t *testing.T) *armkeyvault.VaultsClient {
 	t.Helper()
-	c, err := armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.owner, e.armOptions())
+	c, err := armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.owner, cloudtest.ARMOptions(e.c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +94,7 @@ func (e *env) rbacVault(t *testing.T, name string) string {
 // assign grants a built-in role at scope through armauthorization.
 func (e *env) assign(t *testing.T, scope, role, principalID string) {
 	t.Helper()
-	c, err := armauthorization.NewRoleAssignmentsClient(e.s.SubscriptionID, e.owner, e.armOptions())
+	c, err := armauthorization.NewRoleAssignmentsClient(e.s.SubscriptionID, e.owner, cloudtest.ARMOptions(e.c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,22 +115,11 @@ func (e *env) assign(t *testing.T, scope, role, principalID string) {
 // no retries so a test sees every status.
 func (e *env) secrets(t *testing.T, vaultURI string, cred azcore.TokenCredential) *azsecrets.Client {
 	t.Helper()
-	o := e.c.ClientOptions()
-	o.Retry = policy.RetryOptions{MaxRetries: -1}
-	c, err := azsecrets.NewClient(vaultURI, cred, &azsecrets.ClientOptions{ClientOptions: o, DisableChallengeResourceVerification: true})
+	c, err := azsecrets.NewClient(vaultURI, cred, &azsecrets.ClientOptions{ClientOptions: cloudtest.NoRetry(e.c), DisableChallengeResourceVerification: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func (e *env) token(t *testing.T, cred azcore.TokenCredential, scope string) string {
-	t.Helper()
-	tok, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{scope}})
-	if err != nil {
-		t.Fatalf("get token: %v", err)
-	}
-	return tok.Token
 }
 
 // raw sends a request with the cloud's transport and decodes a JSON answer.

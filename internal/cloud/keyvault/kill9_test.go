@@ -1,17 +1,10 @@
 package keyvault_test
 
 import (
-	"bufio"
-	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,99 +13,31 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
+
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
-// childCloud is a `cerulean cloud` process and the exports `cerulean cloud env` printed for it.
+// childCloud is a `cerulean cloud` process with client options and the Owner's credential for it.
 type childCloud struct {
-	cmd  *exec.Cmd
-	env  map[string]string
+	*cloudtest.Process
 	opts azcore.ClientOptions
 	cred azcore.TokenCredential
-}
-
-func buildCerulean(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cerulean")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/cerulean/cerulean/cmd/cerulean").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // startChild starts `cerulean cloud` on a free port and waits for its env file.
 func startChild(t *testing.T, bin, dir string) *childCloud {
 	t.Helper()
-	_ = os.Remove(filepath.Join(dir, "env"))
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "cloud", "--addr", "127.0.0.1:0", "--data-dir", dir)
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	deadline := time.Now().Add(2 * time.Minute) // only stops a hung test
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "env")); err == nil {
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("cerulean cloud exited: %v\n%s", waitErr, stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cerulean cloud did not become ready\n%s", stderr.String())
-		}
-	}
-	out, err := exec.Command(bin, "cloud", "env", "--data-dir", dir).Output()
-	if err != nil {
-		t.Fatalf("cerulean cloud env: %v", err)
-	}
-	env := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		k, v, _ := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "=")
-		env[k] = strings.Trim(v, "'")
-	}
-	caPEM, err := os.ReadFile(env["SSL_CERT_FILE"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: 16}}
-	c := &childCloud{cmd: cmd, env: env, opts: azcore.ClientOptions{
-		Cloud: azcloud.Configuration{ActiveDirectoryAuthorityHost: env["AZURE_AUTHORITY_HOST"], Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
-			azcloud.ResourceManager: {Audience: env["AZURE_RESOURCE_MANAGER_AUDIENCE"], Endpoint: env["AZURE_RESOURCE_MANAGER_ENDPOINT"]},
-		}},
-		Transport: hc,
-		Retry:     policy.RetryOptions{MaxRetries: -1},
-	}}
-	c.cred, err = azidentity.NewClientSecretCredential(env["AZURE_TENANT_ID"], env["AZURE_CLIENT_ID"], env["AZURE_CLIENT_SECRET"],
-		&azidentity.ClientSecretCredentialOptions{DisableInstanceDiscovery: true, ClientOptions: c.opts})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := &childCloud{Process: cloudtest.StartProcess(t, bin, dir)}
+	c.opts = c.ClientOptions(t)
+	c.cred = c.OwnerCred(t, c.opts)
 	return c
 }
 
@@ -132,11 +57,11 @@ func TestSecretsSurviveKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := buildCerulean(t)
+	bin := cloudtest.BuildCerulean(t)
 	dir := filepath.Join(t.TempDir(), "cloud")
 	c := startChild(t, bin, dir)
 	ctx := t.Context()
-	sub := c.env["AZURE_SUBSCRIPTION_ID"]
+	sub := c.Env["AZURE_SUBSCRIPTION_ID"]
 	armOpts := &arm.ClientOptions{ClientOptions: c.opts}
 	groups, err := armresources.NewResourceGroupsClient(sub, c.cred, armOpts)
 	if err != nil {
@@ -151,7 +76,7 @@ func TestSecretsSurviveKill9(t *testing.T) {
 	}
 	poller, err := vaults.BeginCreateOrUpdate(ctx, "rg", "kv-durable", armkeyvault.VaultCreateOrUpdateParameters{
 		Location: to.Ptr("eastus"), Properties: &armkeyvault.VaultProperties{
-			TenantID: to.Ptr(c.env["AZURE_TENANT_ID"]), EnableRbacAuthorization: to.Ptr(true),
+			TenantID: to.Ptr(c.Env["AZURE_TENANT_ID"]), EnableRbacAuthorization: to.Ptr(true),
 			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
 		}}, nil)
 	if err != nil {
@@ -217,9 +142,7 @@ func TestSecretsSurviveKill9(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("writers stalled (%v)", failure)
 	}
-	if err := c.cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown path runs
-		t.Fatal(err)
-	}
+	c.Kill(t) // SIGKILL: no shutdown path runs
 	wg.Wait()
 	if failure != nil {
 		t.Fatalf("a write failed before the kill: %v", failure)

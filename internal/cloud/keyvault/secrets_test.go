@@ -15,6 +15,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // TestSecretsRoundTrip runs every secrets operation through azsecrets against an RBAC vault the
@@ -216,7 +218,7 @@ func TestSecretsRoundTrip(t *testing.T) {
 	respErr(t, err, http.StatusBadRequest, "BadParameter")
 
 	// Nothing of a value or a token reaches the logs.
-	for _, secret := range []string{first, second, e.token(t, e.owner, vaultScope)} {
+	for _, secret := range []string{first, second, cloudtest.Token(t, e.owner, vaultScope)} {
 		if strings.Contains(e.logs.String(), secret) {
 			t.Errorf("logs contain a secret value or token")
 		}
@@ -236,7 +238,7 @@ func TestChallengeAndTokens(t *testing.T) {
 	if errBody, _ := body["error"].(map[string]any); errBody["code"] != "Unauthorized" {
 		t.Fatalf("no token: body %v", body)
 	}
-	armToken := e.token(t, e.owner, "https://management.core.windows.net//.default")
+	armToken := cloudtest.Token(t, e.owner, "https://management.core.windows.net//.default")
 	if resp, _ := e.raw(t, "GET", uri+"secrets?api-version=7.4", armToken, ""); resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want {
 		t.Fatalf("ARM token: %d", resp.StatusCode)
 	}
@@ -244,7 +246,7 @@ func TestChallengeAndTokens(t *testing.T) {
 		t.Fatalf("garbage token: %d", resp.StatusCode)
 	}
 	// A token with the right claims signed by another key (the cloud's kid) is refused.
-	good := e.token(t, e.owner, vaultScope)
+	good := cloudtest.Token(t, e.owner, vaultScope)
 	forged, err := forge(good)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +255,7 @@ func TestChallengeAndTokens(t *testing.T) {
 		t.Fatalf("forged token: %d", resp.StatusCode)
 	}
 	for _, scope := range []string{"https://vault.azure.net/.default", "https://vault.azure.net//.default"} {
-		tok := e.token(t, e.owner, scope)
+		tok := cloudtest.Token(t, e.owner, scope)
 		for _, v := range []string{"7.0", "7.6", "2025-07-01", "2026-04-01"} {
 			if resp, body := e.raw(t, "GET", uri+"secrets?api-version="+v, tok, ""); resp.StatusCode != http.StatusOK {
 				t.Errorf("scope %s api-version %s: %d %v", scope, v, resp.StatusCode, body)
@@ -273,7 +275,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 	e := start(t)
 	uri := e.rbacVault(t, "kv-badinput")
 	e.assign(t, e.vaultID("kv-badinput"), roleSecretsOfficer, e.s.ObjectID)
-	tok := e.token(t, e.owner, vaultScope)
+	tok := cloudtest.Token(t, e.owner, vaultScope)
 	const q = "?api-version=7.5"
 	big := strings.Repeat("v", 25*1024+1)
 	for _, tc := range []struct{ method, path, body string }{

@@ -55,6 +55,20 @@ generate: tools ## Regenerate CRDs, RBAC and deepcopy code
 check-generated: tools ## Fail when generated files are not current
 	hack/check-generated.sh
 
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (make test runs only their seeds)
+	@for pkg in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd | xargs -n1 dirname | sort -u); do \
+		for f in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "fuzzing $$pkg $$f for $(FUZZTIME)…"; go test ./$$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
+
+.PHONY: cloud
+cloud: build ## Run the local cloud alone (state in DATA_DIR/cloud)
+	$(BIN)/cerulean cloud --data-dir $(DATA_DIR)/cloud
+
 .PHONY: bench
 bench: build tools ## Run the benchmarks and write docs/benchmarks.md
 	go run ./hack/bench -out docs/benchmarks.md

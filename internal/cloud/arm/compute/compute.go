@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -142,11 +141,11 @@ func (p *Provider) put(k kind) arm.Handler {
 		if err != nil {
 			return httpx.Response{}, err
 		}
-		if b.Location == "" || len(b.Location) > 64 {
-			return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+		if err := arm.CheckLocation(b.Location); err != nil {
+			return httpx.Response{}, err
 		}
 		return p.write(ctx, r, k, func(cur *arm.Resource, st *stored) error {
-			cur.Location, cur.Tags = normalizeLocation(b.Location), b.Tags
+			cur.Location, cur.Tags = arm.NormalizeLocation(b.Location), b.Tags
 			props, err := withoutSecrets(b.Properties)
 			if err != nil {
 				return err
@@ -195,8 +194,7 @@ func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(
 	var cur *identity
 	if err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
 		res, err := arm.GetTx(tx, r.ID)
-		var ae *arm.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		if arm.IsNotFound(err) {
 			return nil // a create; the write transaction checks again
 		} else if err != nil {
 			return err
@@ -226,13 +224,12 @@ func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(
 			return err
 		}
 		res, err := arm.GetTx(tx, r.ID)
-		var ae *arm.Error
 		switch {
 		case err == nil:
 			if err := json.Unmarshal(res.Properties, &st); err != nil {
 				return err
 			}
-		case errors.As(err, &ae) && ae.Status == http.StatusNotFound && !merge:
+		case arm.IsNotFound(err) && !merge:
 			created = true
 			res = arm.Resource{ID: r.ID.String(), Name: r.ID.Name(), Type: k.typ}
 			st = stored{UniqueID: uuid.NewString(), Created: p.svc.Now().UTC()}
@@ -276,25 +273,11 @@ func (p *Provider) get(ctx context.Context, r *arm.Request) (httpx.Response, err
 
 // delete is synchronous: nothing runs, so there is nothing to wait for.
 func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	found := true
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, r.ID)
-		var ae *arm.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			found = false
-			return nil
-		} else if err != nil {
-			return err
-		}
-		return p.svc.DeleteTx(tx, res)
-	})
+	found, err := p.svc.DeleteIfPresent(ctx, r.ID)
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	if !found {
-		return httpx.Response{Status: http.StatusNoContent}, nil
-	}
-	return httpx.Response{Status: http.StatusOK}, nil
+	return arm.Deleted(found), nil
 }
 
 func kindOf(typ string) kind {
@@ -333,8 +316,6 @@ func view(r arm.Resource, k kind) resourceJSON {
 		SKU: st.SKU, Zones: st.Zones, Plan: st.Plan, Properties: props,
 	}
 }
-
-func normalizeLocation(l string) string { return strings.ToLower(strings.ReplaceAll(l, " ", "")) }
 
 func isObject(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)

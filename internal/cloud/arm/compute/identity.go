@@ -251,8 +251,7 @@ func (p *Provider) applyTx(tx *store.Tx, id armid.ID, cur *identity, next plan, 
 			return nil, arm.Errorf(http.StatusConflict, "AnotherOperationInProgress", "The resource was changed by another operation; retry the request.")
 		}
 		res, err := arm.GetTx(tx, uid)
-		var ae *arm.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		if arm.IsNotFound(err) {
 			return nil, arm.Errorf(http.StatusBadRequest, "FailedIdentityOperation", "Identity '%s' was not found.", clip(uid.String(), 512))
 		} else if err != nil {
 			return nil, err

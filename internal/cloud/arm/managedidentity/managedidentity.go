@@ -126,8 +126,8 @@ func (p *Provider) putIdentity(ctx context.Context, r *arm.Request) (httpx.Respo
 	if err := r.Decode(&body); err != nil {
 		return httpx.Response{}, err
 	}
-	if body.Location == "" || len(body.Location) > 64 {
-		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+	if err := arm.CheckLocation(body.Location); err != nil {
+		return httpx.Response{}, err
 	}
 	if err := resources.ValidateTags(body.Tags); err != nil {
 		return httpx.Response{}, err
@@ -139,8 +139,7 @@ func (p *Provider) putIdentity(ctx context.Context, r *arm.Request) (httpx.Respo
 			return err
 		}
 		cur, err := arm.GetTx(tx, r.ID)
-		var ae *arm.Error
-		loc := strings.ToLower(strings.ReplaceAll(body.Location, " ", ""))
+		loc := arm.NormalizeLocation(body.Location)
 		switch {
 		case err == nil:
 			if cur.Location != loc {
@@ -149,7 +148,7 @@ func (p *Provider) putIdentity(ctx context.Context, r *arm.Request) (httpx.Respo
 					cur.Name, cur.Location, r.ID.ResourceGroup(), loc)
 			}
 			out = cur
-		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		case arm.IsNotFound(err):
 			// The service makes the identity's ids; its principal is created in the same transaction.
 			pr, err := p.dir.CreatePrincipalTx(tx, entra.Principal{
 				TenantID: p.svc.TenantID(), Kind: entra.KindManagedIdentity, DisplayName: name, ResourceID: r.ID.String(),
@@ -210,27 +209,11 @@ func (p *Provider) patchIdentity(ctx context.Context, r *arm.Request) (httpx.Res
 	return httpx.Response{Body: identityView(out)}, nil
 }
 
-func (p *Provider) identity(ctx context.Context, id armid.ID) (arm.Resource, error) {
-	var out arm.Resource
-	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, id); err != nil {
-			var ae *arm.Error
-			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-				return err
-			}
-		}
-		var err error
-		out, err = arm.GetTx(tx, id)
-		return err
-	})
-	return out, err
-}
-
 func (p *Provider) getIdentity(ctx context.Context, r *arm.Request) (httpx.Response, error) {
 	if err := placed(r.ID, 3); err != nil {
 		return httpx.Response{}, err
 	}
-	res, err := p.identity(ctx, r.ID)
+	res, err := p.svc.GetInGroup(ctx, r.ID)
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -241,25 +224,11 @@ func (p *Provider) deleteIdentity(ctx context.Context, r *arm.Request) (httpx.Re
 	if err := placed(r.ID, 3); err != nil {
 		return httpx.Response{}, err
 	}
-	found := true
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		cur, err := arm.GetTx(tx, r.ID)
-		var ae *arm.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			found = false
-			return nil
-		} else if err != nil {
-			return err
-		}
-		return p.svc.DeleteTx(tx, cur)
-	})
+	found, err := p.svc.DeleteIfPresent(ctx, r.ID)
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	if !found {
-		return httpx.Response{Status: http.StatusNoContent}, nil
-	}
-	return httpx.Response{Status: http.StatusOK}, nil
+	return arm.Deleted(found), nil
 }
 
 type list[T any] struct {
@@ -268,30 +237,11 @@ type list[T any] struct {
 }
 
 func (p *Provider) listIdentities(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	scope := r.ID.Parent()
-	if n := len(scope.Segments); n != 1 && !(n == 2 && scope.ResourceGroup() != "") {
-		return httpx.Response{}, arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be listed at this scope.", IdentityType)
-	}
-	var all []arm.Resource
-	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-			var ae *arm.Error
-			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-				return err
-			}
-		}
-		var err error
-		all, err = arm.ListTx(tx, scope, IdentityType)
-		return err
-	})
+	all, err := p.svc.List(ctx, r.ID, IdentityType, arm.GroupExistsTx)
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	out := list[identityJSON]{Value: []identityJSON{}}
-	for _, res := range all {
-		out.Value = append(out.Value, identityView(res))
-	}
-	return httpx.Response{Body: out}, nil
+	return arm.ListResponse(all, identityView), nil
 }
 
 // Federated identity credentials.

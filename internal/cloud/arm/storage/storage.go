@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -128,9 +127,10 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 	if err := r.Decode(&b); err != nil {
 		return httpx.Response{}, err
 	}
+	if err := arm.CheckLocation(b.Location); err != nil {
+		return httpx.Response{}, err
+	}
 	switch {
-	case b.Location == "" || len(b.Location) > 64:
-		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
 	case b.SKU == nil || b.SKU.Name == "" || len(b.SKU.Name) > 64:
 		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "MissingRequiredProperty", "The 'sku.name' property is required.")
 	case len(b.Kind) > 64:
@@ -151,13 +151,12 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 		}
 		res, err := arm.GetTx(tx, r.ID)
 		var st stored
-		var ae *arm.Error
 		switch {
 		case err == nil:
 			if err := json.Unmarshal(res.Properties, &st); err != nil {
 				return err
 			}
-		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		case arm.IsNotFound(err):
 			if taken, err := p.takenTx(tx, name); err != nil {
 				return err
 			} else if taken {
@@ -169,7 +168,7 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 		default:
 			return err
 		}
-		res.Location, res.Tags = strings.ToLower(strings.ReplaceAll(b.Location, " ", "")), b.Tags
+		res.Location, res.Tags = arm.NormalizeLocation(b.Location), b.Tags
 		st.SKU, st.Kind, st.Properties = b.SKU.Name, b.Kind, b.Properties
 		if res.Properties, err = json.Marshal(st); err != nil {
 			return err
@@ -292,54 +291,22 @@ func (p *Provider) get(ctx context.Context, r *arm.Request) (httpx.Response, err
 }
 
 func (p *Provider) list(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	scope := r.ID.Parent()
-	if n := len(scope.Segments); n != 1 && !(n == 2 && scope.ResourceGroup() != "") {
-		return httpx.Response{}, arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be listed at this scope.", AccountType)
-	}
-	var all []arm.Resource
-	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-			return err
-		}
-		var err error
-		all, err = arm.ListTx(tx, scope, AccountType)
-		return err
-	})
+	all, err := p.svc.List(ctx, r.ID, AccountType, arm.CheckGroupTx)
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	out := struct {
-		Value []accountJSON `json:"value"`
-	}{Value: []accountJSON{}}
-	for _, res := range all {
-		out.Value = append(out.Value, p.view(res))
-	}
-	return httpx.Response{Body: out}, nil
+	return arm.ListResponse(all, p.view), nil
 }
 
 func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, error) {
 	if err := placed(r.ID); err != nil {
 		return httpx.Response{}, err
 	}
-	found := true
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, r.ID)
-		var ae *arm.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			found = false
-			return nil
-		} else if err != nil {
-			return err
-		}
-		return p.svc.DeleteTx(tx, res)
-	})
+	found, err := p.svc.DeleteIfPresent(ctx, r.ID)
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	if !found {
-		return httpx.Response{Status: http.StatusNoContent}, nil
-	}
-	return httpx.Response{Status: http.StatusOK}, nil
+	return arm.Deleted(found), nil
 }
 
 type keysJSON struct {

@@ -50,7 +50,7 @@ func errDeletedNotFound(name string) *arm.Error {
 // deletedVault returns the soft-deleted vault of that name and location.
 func (p *Provider) deletedVaultTx(tx *store.Tx, location, name string) (kv.Vault, error) {
 	v, err := kv.GetVaultTx(tx, name)
-	if errors.Is(err, kv.ErrVaultNotFound) || err == nil && (!v.IsDeleted() || !live(v, p.svc.Now()) || !strings.EqualFold(v.Location, normalizeLocation(location))) {
+	if errors.Is(err, kv.ErrVaultNotFound) || err == nil && (!v.IsDeleted() || !live(v, p.svc.Now()) || !strings.EqualFold(v.Location, arm.NormalizeLocation(location))) {
 		return v, errDeletedNotFound(name)
 	}
 	return v, err

@@ -144,8 +144,8 @@ func validatePolicies(aps []kv.AccessPolicy) error {
 
 // validateCreate checks a PUT body and fills in the service's defaults.
 func validateCreate(b *vaultBody) error {
-	if b.Location == "" || len(b.Location) > 64 {
-		return arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+	if err := arm.CheckLocation(b.Location); err != nil {
+		return err
 	}
 	if err := resources.ValidateTags(b.Tags); err != nil {
 		return err
@@ -231,5 +231,3 @@ func deref[T any](p *T, def T) T {
 	}
 	return *p
 }
-
-func normalizeLocation(l string) string { return strings.ToLower(strings.ReplaceAll(l, " ", "")) }

@@ -28,11 +28,6 @@ func placed(id armid.ID, depth int) error {
 	return nil
 }
 
-func isNotFound(err error) bool {
-	var ae *arm.Error
-	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
-}
-
 // live reports whether a registry entry still holds its name: active, or deleted and not yet
 // past its scheduled purge date.
 func live(v kv.Vault, now time.Time) bool { return !v.IsDeleted() || now.Before(v.PurgeAt) }
@@ -72,7 +67,7 @@ func (p *Provider) putVault(ctx context.Context, r *arm.Request) (httpx.Response
 		now := p.svc.Now()
 		props := *b.Properties
 		props.CreateMode = nil
-		loc := normalizeLocation(b.Location)
+		loc := arm.NormalizeLocation(b.Location)
 		v, err := kv.GetVaultTx(tx, name)
 		switch {
 		case errors.Is(err, kv.ErrVaultNotFound):
@@ -179,7 +174,7 @@ func (p *Provider) finishLater(id armid.ID) {
 
 func (p *Provider) finishTx(tx *store.Tx, id armid.ID) error {
 	cur, err := arm.GetTx(tx, id)
-	if isNotFound(err) {
+	if arm.IsNotFound(err) {
 		return nil // deleted meanwhile
 	} else if err != nil {
 		return err
@@ -219,24 +214,11 @@ func (p *Provider) finishPending(ctx context.Context) error {
 	})
 }
 
-func (p *Provider) vault(ctx context.Context, id armid.ID) (arm.Resource, error) {
-	var out arm.Resource
-	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, id); isNotFound(err) {
-			return err
-		}
-		var err error
-		out, err = arm.GetTx(tx, id)
-		return err
-	})
-	return out, err
-}
-
 func (p *Provider) getVault(ctx context.Context, r *arm.Request) (httpx.Response, error) {
 	if err := placed(r.ID, 3); err != nil {
 		return httpx.Response{}, err
 	}
-	res, err := p.vault(ctx, r.ID)
+	res, err := p.svc.GetInGroup(ctx, r.ID)
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -341,25 +323,14 @@ func (p *Provider) deleteVault(ctx context.Context, r *arm.Request) (httpx.Respo
 	if err := placed(r.ID, 3); err != nil {
 		return httpx.Response{}, err
 	}
-	found := true
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		cur, err := arm.GetTx(tx, r.ID)
-		if isNotFound(err) {
-			found = false
-			return nil
-		} else if err != nil {
-			return err
-		}
-		return p.svc.DeleteTx(tx, cur) // runs softDeleteTx through the OnDelete hook
-	})
+	found, err := p.svc.DeleteIfPresent(ctx, r.ID) // runs softDeleteTx through the OnDelete hook
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	if !found {
-		return httpx.Response{Status: http.StatusNoContent}, nil
+	if found {
+		p.kv.Stop(r.ID.Name())
 	}
-	p.kv.Stop(r.ID.Name())
-	return httpx.Response{Status: http.StatusOK}, nil
+	return arm.Deleted(found), nil
 }
 
 // softDeleteTx moves a deleted vault resource to the deleted vaults, with a snapshot for its
@@ -382,25 +353,9 @@ type list[T any] struct {
 }
 
 func (p *Provider) listVaults(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	scope := r.ID.Parent()
-	if n := len(scope.Segments); n != 1 && !(n == 2 && scope.ResourceGroup() != "") {
-		return httpx.Response{}, arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be listed at this scope.", VaultType)
-	}
-	var all []arm.Resource
-	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); isNotFound(err) {
-			return err
-		}
-		var err error
-		all, err = arm.ListTx(tx, scope, VaultType)
-		return err
-	})
+	all, err := p.svc.List(ctx, r.ID, VaultType, arm.GroupExistsTx)
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	out := list[vaultJSON]{Value: []vaultJSON{}}
-	for _, res := range all {
-		out.Value = append(out.Value, vaultView(res))
-	}
-	return httpx.Response{Body: out}, nil
+	return arm.ListResponse(all, vaultView), nil
 }

@@ -192,8 +192,8 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 	if err := r.Decode(&body); err != nil {
 		return httpx.Response{}, err
 	}
-	if body.Location == "" || len(body.Location) > 64 {
-		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+	if err := arm.CheckLocation(body.Location); err != nil {
+		return httpx.Response{}, err
 	}
 	if err := resources.ValidateTags(body.Tags); err != nil {
 		return httpx.Response{}, err
@@ -212,7 +212,7 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 				return fmt.Errorf("decode stored cluster: %w", err)
 			}
 			out = cur
-		case isNotFound(err):
+		case arm.IsNotFound(err):
 			props.IssuerID = uuid.NewString()
 			out = arm.Resource{ID: r.ID.String(), Name: name, Type: ClusterType}
 			created = true
@@ -227,7 +227,7 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 			return err
 		}
 		out.Properties = raw
-		out.Location, out.Tags = strings.ToLower(strings.ReplaceAll(body.Location, " ", "")), body.Tags
+		out.Location, out.Tags = arm.NormalizeLocation(body.Location), body.Tags
 		return arm.PutTx(tx, out)
 	})
 	if err != nil {
@@ -304,7 +304,7 @@ func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, 
 		cur, err = arm.GetTx(tx, r.ID)
 		return err
 	})
-	if isNotFound(err) {
+	if arm.IsNotFound(err) {
 		return httpx.Response{Status: http.StatusNoContent}, nil
 	}
 	if err != nil {
@@ -314,31 +314,11 @@ func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, 
 }
 
 func (p *Provider) list(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	scope := r.ID.Parent()
-	if n := len(scope.Segments); n != 1 && (n != 2 || scope.ResourceGroup() == "") {
-		return httpx.Response{}, arm.Errorf(http.StatusNotFound, "InvalidResourceType", "The resource type '%s' cannot be listed at this scope.", ClusterType)
-	}
-	var all []arm.Resource
-	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
-		if scope.ResourceGroup() != "" {
-			if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-				return err
-			}
-		}
-		var err error
-		all, err = arm.ListTx(tx, scope, ClusterType)
-		return err
-	})
+	all, err := p.svc.List(ctx, r.ID, ClusterType, arm.CheckGroupTx)
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	out := struct {
-		Value []map[string]any `json:"value"`
-	}{Value: []map[string]any{}}
-	for _, res := range all {
-		out.Value = append(out.Value, p.view(res))
-	}
-	return httpx.Response{Body: out}, nil
+	return arm.ListResponse(all, p.view), nil
 }
 
 // Bind puts a local control plane behind an existing cluster: its issuerURL becomes issuer, the
@@ -370,9 +350,4 @@ func Bind(ctx context.Context, svc *arm.Service, clusterID, issuer string) error
 		}
 		return arm.PutTx(tx, cur)
 	})
-}
-
-func isNotFound(err error) bool {
-	var ae *arm.Error
-	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }

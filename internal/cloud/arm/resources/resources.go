@@ -6,7 +6,6 @@ package resources
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"unicode"
@@ -176,20 +175,19 @@ func (p *Provider) putGroup(ctx context.Context, r *arm.Request) (httpx.Response
 	created := false
 	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
 		cur, err := arm.GetTx(tx, r.ID)
-		var ae *arm.Error
 		switch {
 		case err == nil:
 			if g := decodeState(cur); g == arm.StateDeleting {
 				return arm.Errorf(http.StatusConflict, "ResourceGroupBeingDeleted", "The resource group '%s' is in deprovisioning state and cannot perform this operation.", cur.Name)
 			}
-			if !strings.EqualFold(normalizeLocation(cur.Location), normalizeLocation(body.Location)) {
+			if !strings.EqualFold(arm.NormalizeLocation(cur.Location), arm.NormalizeLocation(body.Location)) {
 				return arm.Errorf(http.StatusConflict, "InvalidResourceGroupLocation",
 					"Invalid resource group location '%s'. The Resource group already exists in location '%s'.", body.Location, cur.Location)
 			}
 			out = cur
-		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		case arm.IsNotFound(err):
 			created = true
-			out = arm.Resource{ID: r.ID.String(), Name: name, Type: ResourceGroupType, Location: normalizeLocation(body.Location)}
+			out = arm.Resource{ID: r.ID.String(), Name: name, Type: ResourceGroupType, Location: arm.NormalizeLocation(body.Location)}
 		default:
 			return err
 		}
@@ -205,9 +203,6 @@ func (p *Provider) putGroup(ctx context.Context, r *arm.Request) (httpx.Response
 	}
 	return httpx.Response{Status: status, Body: groupView(out)}, nil
 }
-
-// normalizeLocation writes "West Europe" as "westeurope", as ARM stores locations.
-func normalizeLocation(l string) string { return strings.ToLower(strings.ReplaceAll(l, " ", "")) }
 
 func decodeState(r arm.Resource) string {
 	var g groupProperties
@@ -236,8 +231,7 @@ func (p *Provider) get(ctx context.Context, id armid.ID) (arm.Resource, error) {
 		out, err = arm.GetTx(tx, id)
 		return err
 	})
-	var ae *arm.Error
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+	if arm.IsNotFound(err) {
 		return out, arm.ErrResourceGroupNotFound(id.ResourceGroup())
 	}
 	return out, err

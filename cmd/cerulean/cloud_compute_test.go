@@ -7,17 +7,14 @@ import (
 	"testing"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // `cloud env --compute` prints the three identity variables for the resource and nothing else
 // (never the bootstrap principal's credentials), while the cloud runs.
 func TestCloudEnvCompute(t *testing.T) {
 	dir := t.TempDir()
-	c, err := cloud.Start(t.Context(), cloud.Options{Addr: "127.0.0.1:0", DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := cloudtest.Start(t, cloud.Options{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	s := c.Settings()
 	vm := "/subscriptions/" + s.SubscriptionID + "/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1"
 

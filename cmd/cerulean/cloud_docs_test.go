@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // shellBlocks returns the ```sh blocks of a Markdown file, except those marked "# (untested)"
@@ -61,7 +63,7 @@ func TestDocsCloud(t *testing.T) {
 	if len(blocks) < 4 {
 		t.Fatalf("found %d shell blocks in docs/cloud.md", len(blocks))
 	}
-	bin := buildCerulean(t)
+	bin := cloudtest.BuildCerulean(t)
 	work := t.TempDir()
 	// A failing block must not leave the background cloud holding the output pipe open.
 	script := "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + strings.Join(blocks, "\n")

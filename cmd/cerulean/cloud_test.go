@@ -1,142 +1,41 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
-// buildCerulean builds this command into a temporary directory, so the test does not depend on
-// the Makefile or on bin/ being current.
-func buildCerulean(t *testing.T) string {
+// startCloudProcess starts `cerulean cloud -v` (every request logged) on a free port, waits for
+// its env file, the readiness signal, and checks that `cerulean cloud env` printed every export.
+func startCloudProcess(t *testing.T, bin, dir string) *cloudtest.Process {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cerulean")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// cloudProcess is a running `cerulean cloud`.
-type cloudProcess struct {
-	cmd    *exec.Cmd
-	env    map[string]string // what `cerulean cloud env` printed while it ran
-	stderr *bytes.Buffer     // its log (every request: -v); read only after exited
-	exited chan error
-}
-
-// startCloudProcess starts `cerulean cloud -v` on a free port and waits for its env file, the
-// readiness signal.
-func startCloudProcess(t *testing.T, bin, dir string) *cloudProcess {
-	t.Helper()
-	_ = os.Remove(filepath.Join(dir, "env"))
-	stderr := &bytes.Buffer{}
-	cmd := exec.Command(bin, "cloud", "-v", "--addr", "127.0.0.1:0", "--data-dir", dir)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &cloudProcess{cmd: cmd, stderr: stderr, exited: make(chan error, 1)}
-	go func() { p.exited <- cmd.Wait() }()
-	t.Cleanup(func() { p.kill(t) })
-	// A generous bound, not a timing assertion: it only stops a hung test.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "env")); err == nil {
-			break
-		}
-		select {
-		case err := <-p.exited:
-			p.exited <- err // for the cleanup's kill
-			t.Fatalf("cerulean cloud exited: %v\n%s", err, stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.kill(t) // the log is complete, and no longer written, once the process is gone
-			t.Fatalf("cerulean cloud did not become ready\n%s", stderr.String())
-		}
-	}
-	out, err := exec.Command(bin, "cloud", "env", "--data-dir", dir).Output()
-	if err != nil {
-		t.Fatalf("cerulean cloud env while the cloud runs: %v", err)
-	}
-	env := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "export ")
-		k, v, ok2 := strings.Cut(line, "=")
-		if !ok || !ok2 {
-			t.Fatalf("cloud env printed %q", sc.Text())
-		}
-		env[k] = v
-	}
+	p := cloudtest.StartProcess(t, bin, dir, "-v")
 	for _, k := range []string{"AZURE_TENANT_ID", "AZURE_SUBSCRIPTION_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET",
 		"AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_AUTHORITY_HOST", "AZURE_RESOURCE_MANAGER_ENDPOINT",
 		"AZURE_RESOURCE_MANAGER_AUDIENCE", "SSL_CERT_FILE", "CERULEAN_CLOUD_DATA_DIR"} {
-		if env[k] == "" {
-			t.Errorf("cloud env lacks %s:\n%s", k, out)
+		if p.Env[k] == "" {
+			t.Errorf("cloud env lacks %s:\n%v", k, p.Env)
 		}
 	}
-	p.env = env
 	return p
 }
 
-// kill sends SIGKILL (no shutdown path runs) and waits for the exit; later calls do nothing.
-func (p *cloudProcess) kill(t *testing.T) {
-	t.Helper()
-	if p.exited == nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	if err := <-p.exited; err != nil {
-		t.Logf("cerulean cloud stopped: %v", err) // killed on purpose
-	}
-	p.exited = nil
-}
-
 // client is an HTTP client trusting the cloud's CA file, and an ARM token of the bootstrap principal.
-func client(t *testing.T, env map[string]string) (*http.Client, string) {
+func client(t *testing.T, p *cloudtest.Process) (*http.Client, string) {
 	t.Helper()
-	caPEM, err := os.ReadFile(env["SSL_CERT_FILE"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		t.Fatal("no CA in SSL_CERT_FILE")
-	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	cred, err := azidentity.NewClientSecretCredential(env["AZURE_TENANT_ID"], env["AZURE_CLIENT_ID"], env["AZURE_CLIENT_SECRET"],
-		&azidentity.ClientSecretCredentialOptions{DisableInstanceDiscovery: true, ClientOptions: azcore.ClientOptions{
-			Cloud: azcloud.Configuration{ActiveDirectoryAuthorityHost: env["AZURE_AUTHORITY_HOST"]}, Transport: hc,
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{env["AZURE_RESOURCE_MANAGER_AUDIENCE"] + "/.default"}})
-	if err != nil {
-		t.Fatalf("get token: %v", err)
-	}
-	return hc, tok.Token
+	return p.HTTPClient(t), cloudtest.Token(t, p.OwnerCred(t, p.ClientOptions(t)), p.Env["AZURE_RESOURCE_MANAGER_AUDIENCE"]+"/.default")
 }
 
 func call(ctx context.Context, hc *http.Client, token, method, url string, body any) (int, map[string]any, error) {
@@ -168,11 +67,11 @@ func call(ctx context.Context, hc *http.Client, token, method, url string, body 
 // TestCloudSurvivesKill9 kills `cerulean cloud` with SIGKILL during concurrent writes and checks
 // that every write it acknowledged with a 2xx reads back after a restart.
 func TestCloudSurvivesKill9(t *testing.T) {
-	bin := buildCerulean(t)
+	bin := cloudtest.BuildCerulean(t)
 	dir := filepath.Join(t.TempDir(), "cloud")
 	first := startCloudProcess(t, bin, dir)
-	env := first.env
-	hc, token := client(t, env)
+	env := first.Env
+	hc, token := client(t, first)
 	base := strings.TrimSuffix(env["AZURE_AUTHORITY_HOST"], "/") + "/_cerulean/admin/principals"
 
 	type acked struct {
@@ -227,25 +126,26 @@ func TestCloudSurvivesKill9(t *testing.T) {
 		mu.Lock()
 		t.Fatalf("writers stalled after %d writes (%v)", len(writes), badResp)
 	}
-	first.kill(t)
+	first.Kill(t)
 	wg.Wait()
 	if badResp != nil {
 		t.Fatal(badResp)
 	}
 
 	// The log of every request the killed cloud served holds neither the secret nor the token.
-	if log := first.stderr.String(); !strings.Contains(log, "Served request") ||
+	if log := first.Log(); !strings.Contains(log, "Served request") ||
 		strings.Contains(log, env["AZURE_CLIENT_SECRET"]) || strings.Contains(log, token) {
 		t.Error("the cloud's log lacks request lines, or holds the client secret or an access token")
 	}
 
-	env2 := startCloudProcess(t, bin, dir).env
+	second := startCloudProcess(t, bin, dir)
+	env2 := second.Env
 	for _, k := range []string{"AZURE_TENANT_ID", "AZURE_SUBSCRIPTION_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"} {
 		if env2[k] != env[k] {
 			t.Errorf("%s changed across the restart", k)
 		}
 	}
-	hc2, token2 := client(t, env2)
+	hc2, token2 := client(t, second)
 	base2 := strings.TrimSuffix(env2["AZURE_AUTHORITY_HOST"], "/") + "/_cerulean/admin/principals"
 	fics := 0
 	for id, a := range writes {

@@ -63,25 +63,27 @@ func benchGo(ctx context.Context, _ benchEnv) ([]row, error) {
 
 // benchmarkPackages lists the package directories under root whose tests define a benchmark.
 func benchmarkPackages(root string) ([]string, error) {
+	fsys := os.DirFS(root)
 	seen := map[string]bool{}
 	var pkgs []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "hack" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".") && path != root) {
-			return filepath.SkipDir
+		if d.IsDir() && path != "." && (d.Name() == "hack" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".")) {
+			return fs.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") || seen[filepath.Dir(path)] {
+		dir := filepath.Dir(path)
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") || seen[dir] {
 			return nil
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(fsys, path)
 		if err != nil {
 			return err
 		}
 		if bytes.Contains(b, []byte("\nfunc Benchmark")) {
-			seen[filepath.Dir(path)] = true
-			pkgs = append(pkgs, "./"+filepath.Dir(path))
+			seen[dir] = true
+			pkgs = append(pkgs, "./"+dir)
 		}
 		return nil
 	})

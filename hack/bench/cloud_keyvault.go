@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
 
@@ -33,21 +30,18 @@ func init() {
 // checked. GET reads one secret; SET writes a new version, each an fsynced transaction.
 func benchCloudKeyVault(ctx context.Context, env benchEnv) ([]row, error) {
 	limits := cloudarm.Unlimited
-	c, err := cloud.Start(ctx, cloud.Options{Addr: "127.0.0.1:0", DataDir: filepath.Join(env.scratch, "cloud-keyvault"),
-		ARM: cloudarm.Config{RetryAfter: 50 * time.Millisecond, Limits: &limits}})
+	c, err := startCloud(ctx, env, "cloud-keyvault", cloud.Options{ARM: cloudarm.Config{RetryAfter: 50 * time.Millisecond, Limits: &limits}})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	s := c.Settings()
 	opts := c.ClientOptions()
-	tr := c.Transport()
-	tr.MaxIdleConnsPerHost = 64
+	hc, tr := loadClient(c)
 	defer tr.CloseIdleConnections()
-	opts.Transport = &http.Client{Transport: tr}
+	opts.Transport = hc
 	opts.Retry = policy.RetryOptions{MaxRetries: -1}
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret,
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
+	cred, err := ownerCred(c, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +93,7 @@ func benchCloudKeyVault(ctx context.Context, env benchEnv) ([]row, error) {
 // benchVault creates a resource group and an RBAC vault through armkeyvault.
 func benchVault(ctx context.Context, s cloud.Settings, cred *azidentity.ClientSecretCredential, opts policy.ClientOptions) (string, string, error) {
 	armOpts := &arm.ClientOptions{ClientOptions: opts}
-	groups, err := armresources.NewResourceGroupsClient(s.SubscriptionID, cred, armOpts)
-	if err != nil {
-		return "", "", err
-	}
-	if _, err := groups.CreateOrUpdate(ctx, "rg-bench", armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil); err != nil {
+	if err := createBenchGroup(ctx, s, cred, armOpts); err != nil {
 		return "", "", fmt.Errorf("create resource group: %w", err)
 	}
 	vaults, err := armkeyvault.NewVaultsClient(s.SubscriptionID, cred, armOpts)

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,10 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 
 	"github.com/cerulean/cerulean/internal/benchutil"
 	"github.com/cerulean/cerulean/internal/cloud"
@@ -37,17 +33,14 @@ func init() {
 // a credential, read the store once and sign one JWT.
 func benchCloudMSI(ctx context.Context, env benchEnv) ([]row, error) {
 	limits := cloudarm.Unlimited
-	c, err := cloud.Start(ctx, cloud.Options{Addr: "127.0.0.1:0", DataDir: filepath.Join(env.scratch, "cloud-msi"),
-		ARM: cloudarm.Config{RetryAfter: 50 * time.Millisecond, Limits: &limits}})
+	c, err := startCloud(ctx, env, "cloud-msi", cloud.Options{ARM: cloudarm.Config{RetryAfter: 50 * time.Millisecond, Limits: &limits}})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	s := c.Settings()
-	tr := c.Transport()
-	tr.MaxIdleConnsPerHost = 64
+	hc, tr := loadClient(c)
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
 
 	vmID, clientID, err := benchVM(ctx, c)
 	if err != nil {
@@ -67,25 +60,12 @@ func benchCloudMSI(ctx context.Context, env benchEnv) ([]row, error) {
 
 	call := func(method, u, body string, h map[string]string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			var rd io.Reader
-			if body != "" {
-				rd = strings.NewReader(body)
-			}
-			req, err := http.NewRequestWithContext(ctx, method, u, rd)
+			status, err := send(ctx, hc, method, u, body, h)
 			if err != nil {
 				return err
 			}
-			for k, v := range h {
-				req.Header.Set(k, v)
-			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("%s answered %d", u[:strings.Index(u, "?")+1], resp.StatusCode)
+			if status != http.StatusOK {
+				return fmt.Errorf("%s answered %d", u[:strings.Index(u, "?")+1], status)
 			}
 			return nil
 		}
@@ -119,17 +99,12 @@ func benchVM(ctx context.Context, c *cloud.Cloud) (string, string, error) {
 	s := c.Settings()
 	opts := c.ClientOptions()
 	opts.Retry = policy.RetryOptions{MaxRetries: -1}
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret,
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
+	cred, err := ownerCred(c, opts)
 	if err != nil {
 		return "", "", err
 	}
 	armOpts := &arm.ClientOptions{ClientOptions: opts}
-	groups, err := armresources.NewResourceGroupsClient(s.SubscriptionID, cred, armOpts)
-	if err != nil {
-		return "", "", err
-	}
-	if _, err := groups.CreateOrUpdate(ctx, "rg-bench", armresources.ResourceGroup{Location: to.Ptr("eastus")}, nil); err != nil {
+	if err := createBenchGroup(ctx, s, cred, armOpts); err != nil {
 		return "", "", fmt.Errorf("create resource group: %w", err)
 	}
 	ids, err := armmsi.NewUserAssignedIdentitiesClient(s.SubscriptionID, cred, armOpts)

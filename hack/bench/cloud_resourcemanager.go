@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/cerulean/cerulean/internal/benchutil"
 	"github.com/cerulean/cerulean/internal/cloud"
@@ -39,15 +35,13 @@ const (
 // is GET at the same concurrency. Throttling is off so the server, not the limits, is measured.
 func benchCloudARM(ctx context.Context, env benchEnv) ([]row, error) {
 	limits := cloudarm.Unlimited
-	c, err := cloud.Start(ctx, cloud.Options{Addr: "127.0.0.1:0", DataDir: filepath.Join(env.scratch, "cloud-arm"),
-		ARM: cloudarm.Config{Limits: &limits}})
+	c, err := startCloud(ctx, env, "cloud-arm", cloud.Options{ARM: cloudarm.Config{Limits: &limits}})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	s := c.Settings()
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret,
-		&azidentity.ClientSecretCredentialOptions{ClientOptions: c.ClientOptions(), DisableInstanceDiscovery: true})
+	cred, err := ownerCred(c, c.ClientOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -55,30 +49,17 @@ func benchCloudARM(ctx context.Context, env benchEnv) ([]row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get token: %w", err)
 	}
-	tr := c.Transport()
-	tr.MaxIdleConnsPerHost = 64
+	hc, tr := loadClient(c)
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
+	h := map[string]string{"Authorization": "Bearer " + tok.Token, "Content-Type": "application/json"}
 	call := func(method, path, body string, want int) func(context.Context) error {
 		return func(ctx context.Context) error {
-			var rd io.Reader
-			if body != "" {
-				rd = strings.NewReader(body)
-			}
-			req, err := http.NewRequestWithContext(ctx, method, s.URL+path, rd)
+			status, err := send(ctx, hc, method, s.URL+path, body, h)
 			if err != nil {
 				return err
 			}
-			req.Header.Set("Authorization", "Bearer "+tok.Token)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode != want {
-				return fmt.Errorf("%s %s: status %d", method, path, resp.StatusCode)
+			if status != want {
+				return fmt.Errorf("%s %s: status %d", method, path, status)
 			}
 			return nil
 		}

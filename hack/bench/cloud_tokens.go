@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -37,7 +34,7 @@ func benchCloudTokens(ctx context.Context, env benchEnv) ([]row, error) {
 		return nil, err
 	}
 	defer iss.srv.Close()
-	c, err := cloud.Start(ctx, cloud.Options{Addr: "127.0.0.1:0", DataDir: filepath.Join(env.scratch, "cloud-tokens"),
+	c, err := startCloud(ctx, env, "cloud-tokens", cloud.Options{
 		TrustCAs: [][]byte{pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: iss.srv.Certificate().Raw})}})
 	if err != nil {
 		return nil, err
@@ -62,26 +59,17 @@ func benchCloudTokens(ctx context.Context, env benchEnv) ([]row, error) {
 	fedForm := url.Values{"grant_type": {"client_credentials"}, "client_id": {mi.ClientID}, "scope": {scope},
 		"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}, "client_assertion": {assertion}}.Encode()
 
-	tr := c.Transport()
-	tr.MaxIdleConnsPerHost = 64
-	hc := &http.Client{Transport: tr}
+	hc, tr := loadClient(c)
 	defer tr.CloseIdleConnections()
 	tokenURL := s.URL + "/" + s.TenantID + "/oauth2/v2.0/token"
 	post := func(form string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form))
+			status, err := send(ctx, hc, http.MethodPost, tokenURL, form, map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 			if err != nil {
 				return err
 			}
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("token endpoint answered %d", resp.StatusCode)
+			if status != http.StatusOK {
+				return fmt.Errorf("token endpoint answered %d", status)
 			}
 			return nil
 		}

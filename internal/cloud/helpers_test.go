@@ -6,12 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,51 +18,19 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 // clock is a settable clock; it starts at the real time so that assertions the SDK makes with
 // its own clock are valid until a test moves it.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type clock = cloudtest.Clock
 
-func newClock() *clock { return &clock{t: time.Now()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// syncBuffer collects log output from concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func newClock() *clock { return cloudtest.NewClock() }
 
 type env struct {
 	c     *cloud.Cloud
 	clock *clock
-	logs  *syncBuffer
+	logs  *cloudtest.SyncBuffer
 	dir   string
 }
 
@@ -73,22 +39,14 @@ func start(t *testing.T, dir string, trust ...[]byte) *env {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	e := &env{clock: newClock(), logs: &syncBuffer{}, dir: dir}
+	e := &env{clock: newClock(), logs: &cloudtest.SyncBuffer{}, dir: dir}
 	e.c = startWith(t, dir, e.clock, e.logs, trust...)
 	return e
 }
 
-func startWith(t *testing.T, dir string, clk *clock, logs *syncBuffer, trust ...[]byte) *cloud.Cloud {
+func startWith(t *testing.T, dir string, clk *clock, logs *cloudtest.SyncBuffer, trust ...[]byte) *cloud.Cloud {
 	t.Helper()
-	c, err := cloud.Start(t.Context(), cloud.Options{
-		Addr: "127.0.0.1:0", DataDir: dir, TrustCAs: trust, Clock: clk.Now,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("start cloud: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return cloudtest.Start(t, cloud.Options{DataDir: dir, TrustCAs: trust, Clock: clk.Now, Logger: cloudtest.DebugLogger(logs)})
 }
 
 // post sends a form to the tenant's token endpoint and decodes the JSON answer.

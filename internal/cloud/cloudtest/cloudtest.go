@@ -6,6 +6,7 @@ package cloudtest
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -181,4 +182,17 @@ func BuildCerulean(t testing.TB) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// RespErr fails the test unless err is an azcore.ResponseError with this status and error code
+// (any code if code is empty).
+func RespErr(t testing.TB, err error, status int, code string) {
+	t.Helper()
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		t.Fatalf("got %v, want HTTP %d %s", err, status, code)
+	}
+	if re.StatusCode != status || (code != "" && re.ErrorCode != code) {
+		t.Fatalf("got HTTP %d %s, want %d %s: %v", re.StatusCode, re.ErrorCode, status, code, err)
+	}
 }

@@ -33,7 +33,7 @@ func TestRBACDenyThenAllow(t *testing.T) {
 		// The same answer for a name that exists and one that does not: no leak.
 		for _, name := range []string{"exists", "does-not-exist"} {
 			_, err := c.GetSecret(ctx, name, "", nil)
-			respErr(t, err, http.StatusForbidden, "Forbidden")
+			cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 			if code := innerCode(t, err); code != "ForbiddenByRbac" {
 				t.Fatalf("%s: get %s innererror %q", step, name, code)
 			}
@@ -51,14 +51,14 @@ func TestRBACDenyThenAllow(t *testing.T) {
 		t.Fatalf("Secrets User get: %v", err)
 	}
 	_, err := c.GetSecret(ctx, "does-not-exist", "", nil)
-	respErr(t, err, http.StatusNotFound, "SecretNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SecretNotFound")
 	if _, err := c.NewListSecretPropertiesPager(nil).NextPage(ctx); err != nil {
 		t.Fatalf("Secrets User list: %v", err)
 	}
 	_, err = c.SetSecret(ctx, "new", azsecrets.SetSecretParameters{Value: to.Ptr("v")}, nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	_, err = c.DeleteSecret(ctx, "exists", nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 
 	// Secrets Officer at the vault: every secret operation.
 	e.assign(t, id, roleSecretsOfficer, app.ObjectID)
@@ -106,14 +106,14 @@ func TestAccessPolicyMode(t *testing.T) {
 		t.Fatalf("policy get: %v", err)
 	}
 	_, err := c.SetSecret(ctx, "s", azsecrets.SetSecretParameters{Value: to.Ptr("w")}, nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	if code := innerCode(t, err); code != "AccessDenied" {
 		t.Fatalf("innererror %q, want AccessDenied", code)
 	}
 	// A role assignment does not help in access-policy mode.
 	e.assign(t, e.vaultID("kv-policies"), roleSecretsOfficer, app.ObjectID)
 	_, err = c.SetSecret(ctx, "s", azsecrets.SetSecretParameters{Value: to.Ptr("w")}, nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 
 	update := func(kind armkeyvault.AccessPolicyUpdateKind, p *armkeyvault.AccessPolicyEntry) []*armkeyvault.AccessPolicyEntry {
 		t.Helper()
@@ -131,7 +131,7 @@ func TestAccessPolicyMode(t *testing.T) {
 	}
 	update(armkeyvault.AccessPolicyUpdateKindRemove, policy(app.ObjectID, "set"))
 	_, err = c.SetSecret(ctx, "s", azsecrets.SetSecretParameters{Value: to.Ptr("x")}, nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	if got, err := c.GetSecret(ctx, "s", "", nil); err != nil || *got.Value != "w" {
 		t.Fatalf("get after remove of set: %v", err)
 	}
@@ -140,10 +140,10 @@ func TestAccessPolicyMode(t *testing.T) {
 		t.Fatalf("policies after replace: %d, want 2", len(list))
 	}
 	_, err = c.GetSecret(ctx, "s", "", nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	update(armkeyvault.AccessPolicyUpdateKindRemove, &armkeyvault.AccessPolicyEntry{TenantID: to.Ptr(e.s.TenantID), ObjectID: to.Ptr(app.ObjectID), Permissions: &armkeyvault.Permissions{}})
 	_, err = c.NewListSecretPropertiesPager(nil).NextPage(ctx)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 
 	// Switching the vault to RBAC: the role assignment now counts.
 	poller, err := e.vaults(t).BeginCreateOrUpdate(ctx, e.rg, "kv-policies", armkeyvault.VaultCreateOrUpdateParameters{

@@ -42,7 +42,7 @@ func TestTimeDrivenBehaviour(t *testing.T) {
 	e.owner = cloudtest.OwnerCred(t, e.c)
 	c = e.secrets(t, uri, e.owner)
 	_, err := c.GetDeletedSecret(ctx, "short-lived", nil)
-	respErr(t, err, http.StatusNotFound, "SecretNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SecretNotFound")
 	if _, err := c.SetSecret(ctx, "short-lived", azsecrets.SetSecretParameters{Value: to.Ptr("v2")}, nil); err != nil {
 		t.Fatalf("set a name past its purge date: %v", err)
 	}
@@ -66,7 +66,7 @@ func TestTimeDrivenBehaviour(t *testing.T) {
 		Location: to.Ptr("eastus"), Properties: &armkeyvault.VaultProperties{TenantID: to.Ptr(e.s.TenantID),
 			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)}},
 	}, nil)
-	respErr(t, err, http.StatusConflict, "ConflictError")
+	cloudtest.RespErr(t, err, http.StatusConflict, "ConflictError")
 	clk.Advance(8 * 24 * time.Hour)
 	e.owner = cloudtest.OwnerCred(t, e.c)
 	again := e.createVault(t, "kv-clock", armkeyvault.VaultProperties{})

@@ -146,18 +146,6 @@ func (e *env) raw(t *testing.T, method, url, token string, body string) (*http.R
 	return resp, out
 }
 
-// respErr asserts err is an azcore.ResponseError with this status and error code.
-func respErr(t *testing.T, err error, status int, code string) {
-	t.Helper()
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		t.Fatalf("err = %v, want HTTP %d %s", err, status, code)
-	}
-	if re.StatusCode != status || (code != "" && re.ErrorCode != code) {
-		t.Fatalf("got HTTP %d %s, want %d %s: %v", re.StatusCode, re.ErrorCode, status, code, err)
-	}
-}
-
 // innerCode reads innererror.code from a failed response.
 func innerCode(t *testing.T, err error) string {
 	t.Helper()

@@ -60,9 +60,9 @@ func TestSecretsRoundTrip(t *testing.T) {
 		t.Fatalf("attributes = %+v", got.Attributes)
 	}
 	_, err = c.GetSecret(ctx, "db-password", strings.Repeat("0", 32), nil)
-	respErr(t, err, http.StatusNotFound, "SecretNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SecretNotFound")
 	_, err = c.GetSecret(ctx, "missing", "", nil)
-	respErr(t, err, http.StatusNotFound, "SecretNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SecretNotFound")
 
 	// Update attributes: disabled, then outside nbf/exp; get honours them.
 	_, err = c.UpdateSecretProperties(ctx, "db-password", v1, azsecrets.UpdateSecretPropertiesParameters{
@@ -72,7 +72,7 @@ func TestSecretsRoundTrip(t *testing.T) {
 		t.Fatalf("update: %v", err)
 	}
 	_, err = c.GetSecret(ctx, "db-password", v1, nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	if code := innerCode(t, err); code != "SecretDisabled" {
 		t.Errorf("disabled: innererror %q", code)
 	}
@@ -81,12 +81,12 @@ func TestSecretsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.GetSecret(ctx, "expired", "", nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	if _, err := c.SetSecret(ctx, "not-yet", azsecrets.SetSecretParameters{Value: to.Ptr("x"), SecretAttributes: &azsecrets.SecretAttributes{NotBefore: &future}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.GetSecret(ctx, "not-yet", "", nil)
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	upd, err := c.UpdateSecretProperties(ctx, "not-yet", "", azsecrets.UpdateSecretPropertiesParameters{
 		SecretAttributes: &azsecrets.SecretAttributes{NotBefore: &past},
 	}, nil)
@@ -160,9 +160,9 @@ func TestSecretsRoundTrip(t *testing.T) {
 		t.Errorf("scheduled purge %s after deletion, want 90 days", d)
 	}
 	_, err = c.GetSecret(ctx, "db-password", "", nil)
-	respErr(t, err, http.StatusNotFound, "SecretNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SecretNotFound")
 	_, err = c.SetSecret(ctx, "db-password", azsecrets.SetSecretParameters{Value: to.Ptr("again")}, nil)
-	respErr(t, err, http.StatusConflict, "Conflict")
+	cloudtest.RespErr(t, err, http.StatusConflict, "Conflict")
 	if code := innerCode(t, err); code != "ObjectIsDeletedButRecoverable" {
 		t.Errorf("set deleted: innererror %q", code)
 	}
@@ -187,7 +187,7 @@ func TestSecretsRoundTrip(t *testing.T) {
 		t.Fatalf("get after recover: %v", err)
 	}
 	_, err = c.RecoverDeletedSecret(ctx, "db-password", nil)
-	respErr(t, err, http.StatusNotFound, "SecretNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SecretNotFound")
 
 	// Backup, delete and purge, restore: every version comes back.
 	backup, err := c.BackupSecret(ctx, "db-password", nil)
@@ -198,12 +198,12 @@ func TestSecretsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.RestoreSecret(ctx, azsecrets.RestoreSecretParameters{SecretBackup: backup.Value}, nil)
-	respErr(t, err, http.StatusConflict, "Conflict")
+	cloudtest.RespErr(t, err, http.StatusConflict, "Conflict")
 	if _, err := c.PurgeDeletedSecret(ctx, "db-password", nil); err != nil {
 		t.Fatalf("purge: %v", err)
 	}
 	_, err = c.GetDeletedSecret(ctx, "db-password", nil)
-	respErr(t, err, http.StatusNotFound, "SecretNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SecretNotFound")
 	if _, err := c.RestoreSecret(ctx, azsecrets.RestoreSecretParameters{SecretBackup: backup.Value}, nil); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -211,11 +211,11 @@ func TestSecretsRoundTrip(t *testing.T) {
 		t.Fatalf("restored latest version: %v", err)
 	}
 	_, err = c.GetSecret(ctx, "db-password", v1, nil) // restored, and still disabled
-	respErr(t, err, http.StatusForbidden, "Forbidden")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
 	tampered := append([]byte(nil), backup.Value...)
 	tampered[len(tampered)-1] ^= 1
 	_, err = c.RestoreSecret(ctx, azsecrets.RestoreSecretParameters{SecretBackup: tampered}, nil)
-	respErr(t, err, http.StatusBadRequest, "BadParameter")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadParameter")
 
 	// Nothing of a value or a token reaches the logs.
 	for _, secret := range []string{first, second, cloudtest.Token(t, e.owner, vaultScope)} {

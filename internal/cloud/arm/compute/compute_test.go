@@ -112,14 +112,6 @@ func patchVM(t *testing.T, c *armcompute.VirtualMachinesClient, rg, name string,
 	return res.VirtualMachine, err
 }
 
-func respErr(t *testing.T, err error, status int, code string) {
-	t.Helper()
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) || re.StatusCode != status || re.ErrorCode != code {
-		t.Fatalf("got %v, want %d %s", err, status, code)
-	}
-}
-
 func TestVirtualMachineSystemAssignedIdentity(t *testing.T) {
 	e := start(t)
 	ctx := t.Context()
@@ -167,7 +159,7 @@ func TestVirtualMachineSystemAssignedIdentity(t *testing.T) {
 		t.Fatalf("principal after VM delete: %v", err)
 	}
 	_, err = c.Get(ctx, "rg", "vm1", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 }
 
 func TestUserAssignedIdentityNeedsAssignPermission(t *testing.T) {
@@ -190,12 +182,12 @@ func TestUserAssignedIdentityNeedsAssignPermission(t *testing.T) {
 		return &armcompute.VirtualMachineIdentity{Type: new(armcompute.ResourceIdentityTypeUserAssigned), UserAssignedIdentities: m}
 	}
 	_, err := createVM(t, c, "rg", "vm1", minimalVM(e, withUAI(*mi1.ID)))
-	respErr(t, err, http.StatusForbidden, "LinkedAuthorizationFailed")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "LinkedAuthorizationFailed")
 	if !strings.Contains(err.Error(), "userAssignedIdentities/assign/action") {
 		t.Errorf("error does not name the action: %v", err)
 	}
 	_, err = c.Get(ctx, "rg", "vm1", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound") // nothing was written
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound") // nothing was written
 
 	// Managed Identity Operator on one identity allows assigning that one only.
 	e.grant(t, op.ObjectID, authz.ManagedIdentityOperator, *mi1.ID)
@@ -208,7 +200,7 @@ func TestUserAssignedIdentityNeedsAssignPermission(t *testing.T) {
 		t.Fatalf("identity: %+v", vm.Identity)
 	}
 	_, err = patchVM(t, c, "rg", "vm1", armcompute.VirtualMachineUpdate{Identity: withUAI(*mi2.ID)})
-	respErr(t, err, http.StatusForbidden, "LinkedAuthorizationFailed")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "LinkedAuthorizationFailed")
 
 	// On the identities' group it covers both; a PATCH adds one and keeps the other.
 	e.grant(t, op.ObjectID, authz.ManagedIdentityOperator, idRG)
@@ -310,19 +302,19 @@ func TestBadIdentityInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := createVM(t, c, "rg", "vm1", minimalVM(e, tc.identity))
-			respErr(t, err, http.StatusBadRequest, tc.code)
+			cloudtest.RespErr(t, err, http.StatusBadRequest, tc.code)
 			_, err = c.Get(ctx, "rg", "vm1", nil)
-			respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+			cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 		})
 	}
 	_, err := createVM(t, c, "rg", "-bad-", minimalVM(e, nil))
-	respErr(t, err, http.StatusBadRequest, "InvalidResourceName")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "InvalidResourceName")
 	vm := minimalVM(e, nil)
 	vm.Location = nil
 	_, err = createVM(t, c, "rg", "vm1", vm)
-	respErr(t, err, http.StatusBadRequest, "LocationRequired")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "LocationRequired")
 	_, err = patchVM(t, c, "rg", "absent", armcompute.VirtualMachineUpdate{Tags: map[string]*string{"a": new("b")}})
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 }
 
 var poll = &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond}

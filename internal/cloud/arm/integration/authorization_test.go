@@ -49,17 +49,17 @@ func TestRoleAssignments(t *testing.T) {
 		t.Fatalf("repeated PUT: %v", err)
 	}
 	_, err = create(e.rgID("rg"), uuid.NewString(), authz.Reader)
-	respErr(t, err, http.StatusConflict, "RoleAssignmentExists")
+	cloudtest.RespErr(t, err, http.StatusConflict, "RoleAssignmentExists")
 	_, err = create(e.rgID("rg"), names[e.rgID("rg")], authz.Contributor)
-	respErr(t, err, http.StatusBadRequest, "RoleAssignmentUpdateNotPermitted")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "RoleAssignmentUpdateNotPermitted")
 	_, err = create(e.rgID("missing"), uuid.NewString(), authz.Reader)
-	respErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
 	_, err = create(sub, uuid.NewString(), "00000000-0000-0000-0000-00000000beef")
-	respErr(t, err, http.StatusBadRequest, "RoleDefinitionDoesNotExist")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "RoleDefinitionDoesNotExist")
 	_, err = c.assignments.Create(ctx, sub, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{Properties: &armauthorization.RoleAssignmentProperties{
 		RoleDefinitionID: ptr(e.roleDefID(authz.Reader)), PrincipalID: ptr(uuid.NewString()),
 	}}, nil)
-	respErr(t, err, http.StatusBadRequest, "PrincipalNotFound")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "PrincipalNotFound")
 
 	got, err := c.assignments.GetByID(ctx, *mi.ID+"/providers/Microsoft.Authorization/roleAssignments/"+names[*mi.ID], nil)
 	if err != nil || *got.Name != names[*mi.ID] {
@@ -104,7 +104,7 @@ func TestRoleAssignments(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 	_, err = c.assignments.Get(ctx, e.rgID("rg"), names[e.rgID("rg")], nil)
-	respErr(t, err, http.StatusNotFound, "RoleAssignmentNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "RoleAssignmentNotFound")
 
 	// Raw: a bad filter and a bad name.
 	tok := cloudtest.Token(t, e.cred, armScope)
@@ -145,7 +145,7 @@ func TestBuiltInRolesThroughARM(t *testing.T) {
 	if _, err := as.identities.CreateOrUpdate(ctx, "rg", "made-by-contributor", armmsi.Identity{Location: ptr("eastus")}, nil); err != nil {
 		t.Fatalf("Contributor writes: %v", err)
 	}
-	respErr(t, createRA(), http.StatusForbidden, "AuthorizationFailed") // Microsoft.Authorization/*/Write is a NotAction
+	cloudtest.RespErr(t, createRA(), http.StatusForbidden, "AuthorizationFailed") // Microsoft.Authorization/*/Write is a NotAction
 	if _, err := admin.assignments.Delete(ctx, e.rgID("rg"), contrib, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestBuiltInRolesThroughARM(t *testing.T) {
 		t.Fatalf("User Access Administrator assigns roles: %v", err)
 	}
 	_, err := as.identities.CreateOrUpdate(ctx, "rg", "uaa", armmsi.Identity{Location: ptr("eastus")}, nil)
-	respErr(t, err, http.StatusForbidden, "AuthorizationFailed")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
 }
 
 func TestRoleDefinitions(t *testing.T) {
@@ -195,5 +195,5 @@ func TestRoleDefinitions(t *testing.T) {
 		t.Errorf("listed %d definitions, want %d", n, len(authz.BuiltIns()))
 	}
 	_, err = c.definitions.Get(ctx, sub, "00000000-0000-0000-0000-00000000beef", nil)
-	respErr(t, err, http.StatusNotFound, "RoleDefinitionDoesNotExist")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "RoleDefinitionDoesNotExist")
 }

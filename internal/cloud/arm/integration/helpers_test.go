@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -144,18 +143,6 @@ func wantARMError(t *testing.T, status int, h http.Header, body map[string]any, 
 	}
 	if h.Get("x-ms-request-id") == "" || h.Get("x-ms-correlation-request-id") == "" {
 		t.Errorf("missing request-id headers: %v", h)
-	}
-}
-
-// respErr asserts an SDK error is an azcore.ResponseError with this status and code.
-func respErr(t *testing.T, err error, status int, code string) {
-	t.Helper()
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		t.Fatalf("got %v, want a %d %s response error", err, status, code)
-	}
-	if re.StatusCode != status || re.ErrorCode != code {
-		t.Fatalf("got %d %s, want %d %s", re.StatusCode, re.ErrorCode, status, code)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/authz"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
+
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
 func TestUserAssignedIdentities(t *testing.T) {
@@ -22,7 +24,7 @@ func TestUserAssignedIdentities(t *testing.T) {
 	c := e.clients(t, e.cred)
 	ctx := t.Context()
 	_, err := c.identities.CreateOrUpdate(ctx, "rg", "app", armmsi.Identity{Location: ptr("eastus")}, nil)
-	respErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
 	if _, err := c.groups.CreateOrUpdate(ctx, "rg", armresources.ResourceGroup{Location: ptr("eastus")}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestUserAssignedIdentities(t *testing.T) {
 		t.Fatalf("second PUT: %v %+v", err, again)
 	}
 	_, err = c.identities.CreateOrUpdate(ctx, "rg", "app-1", armmsi.Identity{Location: ptr("westus")}, nil)
-	respErr(t, err, http.StatusConflict, "InvalidResourceLocation")
+	cloudtest.RespErr(t, err, http.StatusConflict, "InvalidResourceLocation")
 	got, err := c.identities.Get(ctx, "rg", "APP-1", nil)
 	if err != nil || *got.ID != wantID || *got.Properties.PrincipalID != *p.PrincipalID {
 		t.Fatalf("get: %v %+v", err, got)
@@ -88,12 +90,12 @@ func TestUserAssignedIdentities(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 	_, err = c.identities.Get(ctx, "rg", "other", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	if _, err := c.identities.Delete(ctx, "rg", "other", nil); err != nil {
 		t.Fatalf("deleting a missing identity: %v", err)
 	}
 	_, err = c.identities.CreateOrUpdate(ctx, "rg", "x", armmsi.Identity{Location: ptr("eastus")}, nil)
-	respErr(t, err, http.StatusBadRequest, "InvalidResourceName")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "InvalidResourceName")
 }
 
 func TestFederatedIdentityCredentials(t *testing.T) {
@@ -124,7 +126,7 @@ func TestFederatedIdentityCredentials(t *testing.T) {
 	}
 	// issuer + subject are unique per identity.
 	_, err = c.fics.CreateOrUpdate(ctx, "rg", "app", "dup", fic("https://issuer.example", "system:serviceaccount:ns:sa"), nil)
-	respErr(t, err, http.StatusConflict, "Conflict")
+	cloudtest.RespErr(t, err, http.StatusConflict, "Conflict")
 	// At most 20 per identity.
 	for i := 2; i <= 20; i++ {
 		if _, err := c.fics.CreateOrUpdate(ctx, "rg", "app", fmt.Sprintf("cred-%02d", i), fic("https://issuer.example", fmt.Sprintf("s%d", i)), nil); err != nil {
@@ -132,7 +134,7 @@ func TestFederatedIdentityCredentials(t *testing.T) {
 		}
 	}
 	_, err = c.fics.CreateOrUpdate(ctx, "rg", "app", "cred-21", fic("https://issuer.example", "s21"), nil)
-	respErr(t, err, http.StatusBadRequest, "BadRequest")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadRequest")
 	// Replacing one in place is still allowed at the limit.
 	if _, err := c.fics.CreateOrUpdate(ctx, "rg", "app", "cred-20", fic("https://issuer.example", "s20-new"), nil); err != nil {
 		t.Fatalf("replace at the limit: %v", err)
@@ -152,11 +154,11 @@ func TestFederatedIdentityCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.fics.Get(ctx, "rg", "app", "cred-20", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	_, err = c.fics.CreateOrUpdate(ctx, "rg", "app", "bad", fic("http://insecure.example", "s"), nil)
-	respErr(t, err, http.StatusBadRequest, "BadRequest")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadRequest")
 	_, err = c.fics.CreateOrUpdate(ctx, "rg", "missing", "k8s", fic("https://issuer.example", "s"), nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 }
 
 // TestManagedIdentityTokenThroughFederation: an identity made through ARM gets a token with a
@@ -200,7 +202,7 @@ func TestManagedIdentityTokenThroughFederation(t *testing.T) {
 
 	as := e.clients(t, cred)
 	_, err = as.identities.Get(ctx, "rg", "workload", nil)
-	respErr(t, err, http.StatusForbidden, "AuthorizationFailed")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
 	if _, err := admin.assignments.Create(ctx, e.rgID("rg"), uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{
 		Properties: &armauthorization.RoleAssignmentProperties{RoleDefinitionID: ptr(e.roleDefID(authz.Reader)), PrincipalID: mi.Properties.PrincipalID},
 	}, nil); err != nil {
@@ -211,10 +213,10 @@ func TestManagedIdentityTokenThroughFederation(t *testing.T) {
 	}
 	// Reader does not write.
 	_, err = as.identities.CreateOrUpdate(ctx, "rg", "another", armmsi.Identity{Location: ptr("eastus")}, nil)
-	respErr(t, err, http.StatusForbidden, "AuthorizationFailed")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
 	// Nor does it reach outside its scope.
 	_, err = as.groups.Get(ctx, "elsewhere", nil)
-	respErr(t, err, http.StatusForbidden, "AuthorizationFailed")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
 
 	// Deleting the credential is effective for the next token request.
 	if _, err := admin.fics.Delete(ctx, "rg", "workload", "k8s", nil); err != nil {

@@ -39,7 +39,7 @@ func TestSubscriptions(t *testing.T) {
 		t.Errorf("listed %d subscriptions, want 1", n)
 	}
 	_, err = client.Get(t.Context(), "00000000-0000-0000-0000-000000000001", nil)
-	respErr(t, err, http.StatusNotFound, "SubscriptionNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "SubscriptionNotFound")
 }
 
 func TestResourceGroups(t *testing.T) {
@@ -62,7 +62,7 @@ func TestResourceGroups(t *testing.T) {
 	if _, err := c.groups.CreateOrUpdate(ctx, "team-rg", armresources.ResourceGroup{Location: ptr("eastus")}, nil); err == nil {
 		t.Error("moving a group to another location succeeded")
 	} else {
-		respErr(t, err, http.StatusConflict, "InvalidResourceGroupLocation")
+		cloudtest.RespErr(t, err, http.StatusConflict, "InvalidResourceGroupLocation")
 	}
 	ex, err := c.groups.CheckExistence(ctx, "TEAM-RG", nil)
 	if err != nil || !ex.Success {
@@ -73,7 +73,7 @@ func TestResourceGroups(t *testing.T) {
 		t.Fatalf("check existence of a missing group: %v %v", err, ex.Success)
 	}
 	_, err = c.groups.Get(ctx, "missing", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
 	if _, err := c.groups.CreateOrUpdate(ctx, "second", armresources.ResourceGroup{Location: ptr("eastus")}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +132,14 @@ func TestResourceGroupDeleteTakesContents(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 	_, err = c.groups.Get(ctx, "doomed", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
 	_, err = c.identities.Get(ctx, "doomed", "app", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
 	if _, err := e.c.Entra().Directory.Principal(ctx, e.s.TenantID, *mi.Properties.ClientID); err == nil {
 		t.Error("the deleted identity's principal still exists")
 	}
 	_, err = c.assignments.Get(ctx, e.rgID("doomed"), raName, nil)
-	respErr(t, err, http.StatusNotFound, "RoleAssignmentNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "RoleAssignmentNotFound")
 	if _, err := c.identities.Get(ctx, "kept", "app", nil); err != nil {
 		t.Errorf("the other group's identity: %v", err)
 	}
@@ -148,9 +148,9 @@ func TestResourceGroupDeleteTakesContents(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.identities.Get(ctx, "doomed", "app", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	_, err = c.groups.BeginDelete(ctx, "never-made", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceGroupNotFound")
 }
 
 // TestLROHeaders checks the 202's polling headers and the short Retry-After.

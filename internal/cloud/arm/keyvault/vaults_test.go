@@ -1,7 +1,6 @@
 package keyvault_test
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -78,14 +77,6 @@ func (e *env) create(t *testing.T, rg, name string, p armkeyvault.VaultCreateOrU
 	return res.Vault, err
 }
 
-func wantCode(t *testing.T, err error, status int, code string) {
-	t.Helper()
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) || re.StatusCode != status || re.ErrorCode != code {
-		t.Fatalf("err = %v, want %d %s", err, status, code)
-	}
-}
-
 // secretsOf grants the bootstrap principal Secrets Officer on the vault and returns a client.
 func (e *env) secretsOf(t *testing.T, v armkeyvault.Vault) *azsecrets.Client {
 	t.Helper()
@@ -139,10 +130,10 @@ func TestVaultLifecycle(t *testing.T) {
 	// Names: 3-24 characters, letter first, letter or digit last, no "--"; unique in the cloud.
 	for _, bad := range []string{"ab", strings.Repeat("a", 25), "1abc", "a--b", "abc-", "a_bc"} {
 		_, err := e.vaults.BeginCreateOrUpdate(ctx, "rg-a", bad, e.params(nil, false), nil)
-		wantCode(t, err, http.StatusBadRequest, "VaultNameNotValid")
+		cloudtest.RespErr(t, err, http.StatusBadRequest, "VaultNameNotValid")
 	}
 	_, err = e.vaults.BeginCreateOrUpdate(ctx, "rg-b", "kv-life", e.params(nil, false), nil)
-	wantCode(t, err, http.StatusConflict, "VaultAlreadyExists")
+	cloudtest.RespErr(t, err, http.StatusConflict, "VaultAlreadyExists")
 	for name, want := range map[string]bool{"kv-life": false, "kv-free": true, "x": false} {
 		r, err := e.vaults.CheckNameAvailability(ctx, armkeyvault.VaultCheckNameAvailabilityParameters{Name: to.Ptr(name), Type: to.Ptr("Microsoft.KeyVault/vaults")}, nil)
 		if err != nil || *r.NameAvailable != want {
@@ -177,7 +168,7 @@ func TestVaultLifecycle(t *testing.T) {
 		t.Fatalf("patch: %v", err)
 	}
 	_, err = e.vaults.Update(ctx, "rg-a", "kv-life", armkeyvault.VaultPatchParameters{Properties: &armkeyvault.VaultPatchProperties{SoftDeleteRetentionInDays: to.Ptr[int32](30)}}, nil)
-	wantCode(t, err, http.StatusBadRequest, "BadRequest")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadRequest")
 
 	sc := e.secretsOf(t, v)
 	if _, err := sc.SetSecret(ctx, "kept", azsecrets.SetSecretParameters{Value: to.Ptr("across-recovery")}, nil); err != nil {
@@ -189,7 +180,7 @@ func TestVaultLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.vaults.Get(ctx, "rg-a", "kv-life", nil)
-	wantCode(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	if _, err := sc.GetSecret(ctx, "kept", "", nil); err == nil {
 		t.Fatal("the data plane of a deleted vault still answers")
 	}
@@ -202,7 +193,7 @@ func TestVaultLifecycle(t *testing.T) {
 		t.Errorf("deleted vaults = %d", n)
 	}
 	_, err = e.vaults.BeginCreateOrUpdate(ctx, "rg-a", "kv-life", e.params(nil, false), nil)
-	wantCode(t, err, http.StatusConflict, "ConflictError")
+	cloudtest.RespErr(t, err, http.StatusConflict, "ConflictError")
 
 	// Recover: same vaultUri, secrets kept.
 	rec, err := e.create(t, "rg-a", "kv-life", e.params(to.Ptr(armkeyvault.CreateModeRecover), false))
@@ -242,7 +233,7 @@ func TestVaultLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.vaults.GetDeleted(ctx, "kv-life", "eastus", nil)
-	wantCode(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	again, err := e.create(t, "rg-b", "kv-life", e.params(nil, false))
 	if err != nil {
 		t.Fatalf("create after purge: %v", err)
@@ -260,16 +251,16 @@ func TestPurgeProtection(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.vaults.Update(ctx, "rg-a", "kv-protected", armkeyvault.VaultPatchParameters{Properties: &armkeyvault.VaultPatchProperties{EnablePurgeProtection: to.Ptr(false)}}, nil)
-	wantCode(t, err, http.StatusBadRequest, "BadRequest")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadRequest")
 	if _, err := e.vaults.Delete(ctx, "rg-a", "kv-protected", nil); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.vaults.BeginPurgeDeleted(ctx, "kv-protected", "eastus", nil)
-	wantCode(t, err, http.StatusConflict, "Conflict")
+	cloudtest.RespErr(t, err, http.StatusConflict, "Conflict")
 	p := e.params(nil, false)
 	p.Properties.EnableSoftDelete = to.Ptr(false)
 	_, err = e.vaults.BeginCreateOrUpdate(ctx, "rg-a", "kv-nosoft", p, nil)
-	wantCode(t, err, http.StatusBadRequest, "BadRequest")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadRequest")
 }
 
 // TestVaultURIStableAcrossRestart closes the cloud and starts it again on the same data

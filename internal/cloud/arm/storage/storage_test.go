@@ -1,14 +1,12 @@
 package storage_test
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage/v2"
 
@@ -54,14 +52,6 @@ func minimal() armstorage.AccountCreateParameters {
 	}
 }
 
-func respErr(t *testing.T, err error, status int, code string) {
-	t.Helper()
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) || re.StatusCode != status || re.ErrorCode != code {
-		t.Fatalf("got %v, want %d %s", err, status, code)
-	}
-}
-
 func TestStorageAccountLifecycle(t *testing.T) {
 	c, accounts := start(t)
 	ctx := t.Context()
@@ -100,7 +90,7 @@ func TestStorageAccountLifecycle(t *testing.T) {
 		t.Fatalf("keys after regenerate: %v", err)
 	}
 	_, err = accounts.RegenerateKey(ctx, "rg", "stcerulean1", armstorage.AccountRegenerateKeyParameters{KeyName: new("key3")}, nil)
-	respErr(t, err, http.StatusBadRequest, "BadRequest")
+	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadRequest")
 
 	// A PUT again updates and keeps the keys.
 	upd := minimal()
@@ -129,9 +119,9 @@ func TestStorageAccountLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = accounts.GetProperties(ctx, "rg", "stcerulean1", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	_, err = accounts.ListKeys(ctx, "rg", "stcerulean1", nil)
-	respErr(t, err, http.StatusNotFound, "ResourceNotFound")
+	cloudtest.RespErr(t, err, http.StatusNotFound, "ResourceNotFound")
 	if _, err := accounts.Delete(ctx, "rg", "stcerulean1", nil); err != nil {
 		t.Fatalf("deleting a missing account is not an error: %v", err)
 	}
@@ -145,7 +135,7 @@ func TestStorageAccountNames(t *testing.T) {
 	}
 	// Names are global: another group cannot take it.
 	_, err := create(t, accounts, "rg2", "stglobal", minimal())
-	respErr(t, err, http.StatusConflict, "StorageAccountAlreadyTaken")
+	cloudtest.RespErr(t, err, http.StatusConflict, "StorageAccountAlreadyTaken")
 	check := func(name string) armstorage.CheckNameAvailabilityResult {
 		t.Helper()
 		res, err := accounts.CheckNameAvailability(ctx, armstorage.AccountCheckNameAvailabilityParameters{Name: new(name), Type: new("Microsoft.Storage/storageAccounts")}, nil)
@@ -180,7 +170,7 @@ func TestStorageAccountNames(t *testing.T) {
 				tc.edit(&p)
 			}
 			_, err := create(t, accounts, "rg", tc.account, p)
-			respErr(t, err, http.StatusBadRequest, tc.code)
+			cloudtest.RespErr(t, err, http.StatusBadRequest, tc.code)
 			_, err = accounts.GetProperties(ctx, "rg", tc.account, nil)
 			if err == nil {
 				t.Fatal("a refused account was stored")

@@ -41,7 +41,7 @@ test-deps: ## Install what the tests run besides Go (the Azure CLI, from Debian'
 
 .PHONY: test
 test: build tools test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint
-	go test -timeout $(TEST_TIMEOUT) ./...
+	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: lint
 lint: tools ## Run golangci-lint with the committed config

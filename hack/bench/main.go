@@ -71,6 +71,8 @@ func run(ctx context.Context, out, only string) error {
 	fmt.Fprintf(&doc, "# Benchmarks\n\nWritten by `make bench` on %s.\n\n", time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&doc, "Machine: %d cores, %s; %s.\n", runtime.NumCPU(), cpuModel(), runtime.Version())
 	fmt.Fprintf(&doc, "Versions: %s.\n", versions(binDir))
+	fmt.Fprintf(&doc, "\nOne run, client and server on the same machine: compare a row with its baseline from the same run\n"+
+		"rather than absolute numbers across runs. Load rows are bounded in requests and time.\n")
 	for _, s := range sections {
 		if !filter.MatchString(s.title) {
 			continue

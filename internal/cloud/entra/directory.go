@@ -130,34 +130,13 @@ func (d *Directory) Tenant(ctx context.Context, id string) (Tenant, error) {
 
 // CreatePrincipal stores a new principal; empty ObjectID and ClientID are generated.
 func (d *Directory) CreatePrincipal(ctx context.Context, p Principal) (Principal, error) {
-	if p.ObjectID == "" {
-		p.ObjectID = uuid.NewString()
-	}
-	if p.ClientID == "" {
-		p.ClientID = uuid.NewString()
-	}
-	if p.Kind != KindServicePrincipal && p.Kind != KindManagedIdentity {
-		return Principal{}, fmt.Errorf("create principal: kind %q: %w", p.Kind, ErrInvalid)
-	}
-	p.TenantID = strings.ToLower(p.TenantID)
-	p.Created = d.now().UTC()
+	var out Principal
 	err := d.st.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.Get(bucketTenants, p.TenantID, &Tenant{}); err != nil {
-			return fmt.Errorf("tenant %s: %w", p.TenantID, err)
-		}
-		key := principalKey(p.TenantID, p.ClientID)
-		if err := tx.Get(bucketPrincipals, key, &Principal{}); err == nil {
-			return fmt.Errorf("client id %s: %w", p.ClientID, ErrConflict)
-		}
-		if err := tx.Put(bucketPrincipals, key, p); err != nil {
-			return err
-		}
-		return tx.Put(bucketObjects, principalKey(p.TenantID, p.ObjectID), p.ClientID)
+		var err error
+		out, err = d.CreatePrincipalTx(tx, p)
+		return err
 	})
-	if err != nil {
-		return Principal{}, fmt.Errorf("create principal: %w", err)
-	}
-	return p, nil
+	return out, err
 }
 
 // Principal returns the principal with this client id in the tenant, or ErrNotFound.
@@ -217,19 +196,7 @@ func (d *Directory) UpdatePrincipal(ctx context.Context, tenantID, clientID stri
 
 // DeletePrincipal removes a principal; a missing one is not an error.
 func (d *Directory) DeletePrincipal(ctx context.Context, tenantID, clientID string) error {
-	return d.st.Update(ctx, func(tx *store.Tx) error {
-		var p Principal
-		key := principalKey(tenantID, clientID)
-		if err := tx.Get(bucketPrincipals, key, &p); errors.Is(err, store.ErrNotFound) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if err := tx.Delete(bucketObjects, principalKey(tenantID, p.ObjectID)); err != nil {
-			return err
-		}
-		return tx.Delete(bucketPrincipals, key)
-	})
+	return d.st.Update(ctx, func(tx *store.Tx) error { return d.DeletePrincipalTx(tx, tenantID, clientID) })
 }
 
 // AddSecret creates a client secret valid until expires and returns its value, the only time it

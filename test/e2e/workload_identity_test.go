@@ -4,16 +4,23 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+	"github.com/google/uuid"
 )
 
 // The workload identity flow on the whole system: `up` registers its cluster in the local cloud
@@ -83,16 +90,20 @@ func TestWorkloadIdentityFederationAgainstTheLocalCluster(t *testing.T) {
 		t.Fatalf("create federated credential: %v", err)
 	}
 
-	exchange := func(serviceAccount string) (string, error) {
+	// workload is the credential an app in the pod builds: its service account's token, exchanged.
+	workload := func(serviceAccount string) *azidentity.ClientAssertionCredential {
 		cred, err := azidentity.NewClientAssertionCredential(env["AZURE_TENANT_ID"], *mi.Properties.ClientID,
 			func(context.Context) (string, error) {
 				return kubectl(t, kubeconfig, "create", "token", serviceAccount, "--audience", "api://AzureADTokenExchange"), nil
 			},
 			&azidentity.ClientAssertionCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
 		if err != nil {
-			return "", err
+			t.Fatal(err)
 		}
-		tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{armScope(env)}})
+		return cred
+	}
+	exchange := func(serviceAccount string) (string, error) {
+		tok, err := workload(serviceAccount).GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{armScope(env)}})
 		return tok.Token, err
 	}
 
@@ -104,10 +115,100 @@ func TestWorkloadIdentityFederationAgainstTheLocalCluster(t *testing.T) {
 		t.Errorf("xms_mirid %q, want the identity %q", mirid, *mi.ID)
 	}
 
+	// The flow's purpose: the workload reads a Key Vault secret its identity is granted, and only then.
+	vaultURI, vaultID := createRBACVault(t, sub, admin, armOpts, rg, env["AZURE_TENANT_ID"])
+	adminToken, err := admin.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{armScope(env)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Owner of the subscription grants no data access, as in Azure: the admin needs a data role too.
+	grant(t, sub, admin, armOpts, vaultID, keyVaultSecretsOfficer, claim(t, adminToken.Token, "oid"))
+	adminSecrets := secretsClient(t, vaultURI, admin, opts)
+	if _, err := adminSecrets.SetSecret(ctx, "db-password", azsecrets.SetSecretParameters{Value: to.Ptr("s3cr3t-e2e")}, nil); err != nil {
+		t.Fatalf("set secret as the admin: %v", err)
+	}
+	appSecrets := secretsClient(t, vaultURI, workload("default"), opts)
+	if _, err := appSecrets.GetSecret(ctx, "db-password", "", nil); !isForbidden(err) {
+		t.Fatalf("the workload read the secret before any role was assigned: %v", err)
+	}
+	grant(t, sub, admin, armOpts, vaultID, keyVaultSecretsUser, *mi.Properties.PrincipalID)
+	got, err := appSecrets.GetSecret(ctx, "db-password", "", nil)
+	if err != nil {
+		t.Fatalf("the workload reads the secret after Key Vault Secrets User: %v", err)
+	}
+	if *got.Value != "s3cr3t-e2e" {
+		t.Errorf("secret value %q", *got.Value)
+	}
+
 	kubectl(t, kubeconfig, "create", "serviceaccount", "other")
 	if _, err := exchange("other"); err == nil || !strings.Contains(err.Error(), "AADSTS70021") && !strings.Contains(err.Error(), "AADSTS700213") {
 		t.Errorf("a service account the identity does not trust: err=%v, want AADSTS70021/700213", err)
 	}
+}
+
+// Built-in role definition ids (Azure's).
+const (
+	keyVaultSecretsUser    = "4633458b-17de-408a-b874-0445c86b69e6"
+	keyVaultSecretsOfficer = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
+)
+
+func createRBACVault(t *testing.T, sub string, cred azcore.TokenCredential, opts *arm.ClientOptions, rg, tenant string) (uri, id string) {
+	t.Helper()
+	vaults, err := armkeyvault.NewVaultsClient(sub, cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "e2e" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	poller, err := vaults.BeginCreateOrUpdate(t.Context(), rg, name, armkeyvault.VaultCreateOrUpdateParameters{
+		Location: to.Ptr("local"),
+		Properties: &armkeyvault.VaultProperties{
+			TenantID:                to.Ptr(tenant),
+			SKU:                     &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
+			EnableRbacAuthorization: to.Ptr(true),
+		},
+	}, nil)
+	if err != nil {
+		t.Fatalf("create vault: %v", err)
+	}
+	v, err := poller.PollUntilDone(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("create vault: %v", err)
+	}
+	return *v.Properties.VaultURI, *v.ID
+}
+
+func grant(t *testing.T, sub string, cred azcore.TokenCredential, opts *arm.ClientOptions, scope, role, principalID string) {
+	t.Helper()
+	c, err := armauthorization.NewRoleAssignmentsClient(sub, cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Create(t.Context(), scope, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{
+		Properties: &armauthorization.RoleAssignmentProperties{
+			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + role),
+			PrincipalID:      to.Ptr(principalID),
+			PrincipalType:    to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
+		},
+	}, nil)
+	if err != nil {
+		t.Fatalf("assign role %s: %v", role, err)
+	}
+}
+
+// secretsClient is what an app on the local cloud builds: challenge resource verification off,
+// because a vault on 127.0.0.1 cannot end in .vault.azure.net.
+func secretsClient(t *testing.T, vaultURI string, cred azcore.TokenCredential, opts azcore.ClientOptions) *azsecrets.Client {
+	t.Helper()
+	c, err := azsecrets.NewClient(vaultURI, cred, &azsecrets.ClientOptions{ClientOptions: opts, DisableChallengeResourceVerification: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func isForbidden(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusForbidden
 }
 
 func resourceGroupAndName(t *testing.T, id string) (string, string) {

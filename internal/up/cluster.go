@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 
+	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
 )
 
@@ -26,13 +25,19 @@ const (
 // cluster's id and the issuer URL that ARM now reports for it.
 func registerCluster(ctx context.Context, az *cloud.Cloud, issuer string) (id, issuerURL string, err error) {
 	s := az.Settings()
-	cred, err := azidentity.NewClientSecretCredential(s.TenantID, s.ClientID, s.ClientSecret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions: az.ClientOptions(), DisableInstanceDiscovery: true,
-	})
+	cfg := azure.Config{
+		TenantID: s.TenantID, SubscriptionID: s.SubscriptionID, ClientID: s.ClientID, ClientSecret: s.ClientSecret,
+		AuthorityHost: s.AuthorityHost, ResourceManagerEndpoint: s.ResourceManagerEndpoint,
+		ResourceManagerAudience: s.ResourceManagerAudience, CAFile: s.CAFile,
+	}
+	cred, err := cfg.Credential()
 	if err != nil {
 		return "", "", fmt.Errorf("register cluster: %w", err)
 	}
-	opts := &arm.ClientOptions{ClientOptions: az.ClientOptions()}
+	opts, err := cfg.ARMOptions()
+	if err != nil {
+		return "", "", fmt.Errorf("register cluster: %w", err)
+	}
 	groups, err := armresources.NewResourceGroupsClient(s.SubscriptionID, cred, opts)
 	if err != nil {
 		return "", "", fmt.Errorf("register cluster: %w", err)

@@ -5,11 +5,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,11 +16,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/devenv"
 )
 
@@ -215,27 +212,15 @@ func requestCloudToken(t *testing.T, env map[string]string) {
 	}
 }
 
-// clientOptions point an Azure SDK client at the cloud DIR/env describes. SSL_CERT_FILE is read
-// here because Go reads it once per process, before the test could set it.
+// clientOptions point an Azure SDK client at the cloud DIR/env describes, the way Cerulean's
+// components do (internal/azure).
 func clientOptions(t *testing.T, env map[string]string) azcore.ClientOptions {
 	t.Helper()
-	caPEM, err := os.ReadFile(env["SSL_CERT_FILE"])
+	opts, err := azure.ConfigFromEnv(func(name string) string { return env[name] }).ClientOptions()
 	if err != nil {
-		t.Fatalf("SSL_CERT_FILE: %v", err)
+		t.Fatalf("client options from DIR/env: %v", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		t.Fatalf("SSL_CERT_FILE %s holds no certificate", env["SSL_CERT_FILE"])
-	}
-	return azcore.ClientOptions{
-		Cloud: cloud.Configuration{
-			ActiveDirectoryAuthorityHost: env["AZURE_AUTHORITY_HOST"],
-			Services: map[cloud.ServiceName]cloud.ServiceConfiguration{cloud.ResourceManager: {
-				Audience: env["AZURE_RESOURCE_MANAGER_AUDIENCE"], Endpoint: env["AZURE_RESOURCE_MANAGER_ENDPOINT"],
-			}},
-		},
-		Transport: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}},
-	}
+	return opts
 }
 
 func armScope(env map[string]string) string {

@@ -1,0 +1,154 @@
+// Package azure is how Cerulean's components reach an Azure: the public cloud or the local one.
+// It turns the standard environment (AZURE_TENANT_ID, AZURE_CLIENT_*, AZURE_AUTHORITY_HOST,
+// AZURE_RESOURCE_MANAGER_*, SSL_CERT_FILE) into credentials and SDK client options, and sets the
+// options a non-public cloud needs (instance discovery off, Key Vault challenge verification off)
+// so that no caller has to remember them.
+package azure
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+)
+
+// Config says where Azure is and who the component is there.
+type Config struct {
+	TenantID       string
+	SubscriptionID string
+	// ClientID with ClientSecret, or with ClientCertificatePath (PEM: certificate and key).
+	ClientID              string
+	ClientSecret          string
+	ClientCertificatePath string
+	// AuthorityHost is Entra ID's address; empty means the public cloud.
+	AuthorityHost string
+	// ResourceManagerEndpoint and ResourceManagerAudience locate ARM; empty means the public cloud.
+	ResourceManagerEndpoint string
+	ResourceManagerAudience string
+	// CAFile is a PEM bundle to trust besides the system roots: the local cloud's CA.
+	CAFile string
+}
+
+// ErrIncomplete reports a configuration without what a credential needs.
+var ErrIncomplete = errors.New("incomplete Azure configuration")
+
+// ConfigFromEnv reads the standard variables through getenv (os.Getenv in production).
+func ConfigFromEnv(getenv func(string) string) Config {
+	return Config{
+		TenantID:                getenv("AZURE_TENANT_ID"),
+		SubscriptionID:          getenv("AZURE_SUBSCRIPTION_ID"),
+		ClientID:                getenv("AZURE_CLIENT_ID"),
+		ClientSecret:            getenv("AZURE_CLIENT_SECRET"),
+		ClientCertificatePath:   getenv("AZURE_CLIENT_CERTIFICATE_PATH"),
+		AuthorityHost:           getenv("AZURE_AUTHORITY_HOST"),
+		ResourceManagerEndpoint: getenv("AZURE_RESOURCE_MANAGER_ENDPOINT"),
+		ResourceManagerAudience: getenv("AZURE_RESOURCE_MANAGER_AUDIENCE"),
+		CAFile:                  getenv("SSL_CERT_FILE"),
+	}
+}
+
+// IsPublic reports whether the configuration names Azure's public cloud (no authority, or
+// Microsoft's own).
+func (c Config) IsPublic() bool {
+	if c.AuthorityHost == "" {
+		return true
+	}
+	u, err := url.Parse(c.AuthorityHost)
+	return err == nil && strings.EqualFold(u.Hostname(), "login.microsoftonline.com")
+}
+
+// ClientOptions are the options every SDK client of this cloud takes: its authority and ARM
+// endpoint, and a transport that trusts CAFile. Go reads SSL_CERT_FILE once per process, so the
+// CA is loaded here explicitly rather than left to the environment.
+func (c Config) ClientOptions() (azcore.ClientOptions, error) {
+	var opts azcore.ClientOptions
+	if !c.IsPublic() {
+		audience := c.ResourceManagerAudience
+		if audience == "" {
+			audience = cloud.AzurePublic.Services[cloud.ResourceManager].Audience
+		}
+		opts.Cloud = cloud.Configuration{
+			ActiveDirectoryAuthorityHost: c.AuthorityHost,
+			Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
+				cloud.ResourceManager: {Audience: audience, Endpoint: c.ResourceManagerEndpoint},
+			},
+		}
+	}
+	if c.CAFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return opts, fmt.Errorf("read CA bundle: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return opts, fmt.Errorf("read CA bundle %s: no PEM certificate", c.CAFile)
+		}
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		opts.Transport = &http.Client{Transport: transport}
+	}
+	return opts, nil
+}
+
+// Credential is the service principal's credential: a client secret when one is set, else the
+// certificate. Outside the public cloud instance discovery is off: it would ask
+// login.microsoftonline.com about a host it does not know.
+func (c Config) Credential() (azcore.TokenCredential, error) {
+	if c.TenantID == "" || c.ClientID == "" {
+		return nil, fmt.Errorf("%w: AZURE_TENANT_ID and AZURE_CLIENT_ID are required", ErrIncomplete)
+	}
+	opts, err := c.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	noDiscovery := !c.IsPublic()
+	switch {
+	case c.ClientSecret != "":
+		return azidentity.NewClientSecretCredential(c.TenantID, c.ClientID, c.ClientSecret,
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+	case c.ClientCertificatePath != "":
+		pem, err := os.ReadFile(c.ClientCertificatePath)
+		if err != nil {
+			return nil, fmt.Errorf("read client certificate: %w", err)
+		}
+		certs, key, err := azidentity.ParseCertificates(pem, nil)
+		if err != nil {
+			return nil, fmt.Errorf("parse client certificate %s: %w", c.ClientCertificatePath, err)
+		}
+		return azidentity.NewClientCertificateCredential(c.TenantID, c.ClientID, certs, key,
+			&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+	}
+	return nil, fmt.Errorf("%w: AZURE_CLIENT_SECRET or AZURE_CLIENT_CERTIFICATE_PATH is required", ErrIncomplete)
+}
+
+// ARMOptions are ClientOptions for the arm* clients.
+func (c Config) ARMOptions() (*arm.ClientOptions, error) {
+	opts, err := c.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	return &arm.ClientOptions{ClientOptions: opts}, nil
+}
+
+// SecretsOptions are ClientOptions for azsecrets. Outside the public cloud the vault's host cannot
+// end in the challenge resource's domain (a vault on 127.0.0.1), so the check is off.
+func (c Config) SecretsOptions() (*azsecrets.ClientOptions, error) {
+	opts, err := c.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	return &azsecrets.ClientOptions{ClientOptions: opts, DisableChallengeResourceVerification: !c.IsPublic()}, nil
+}

@@ -27,7 +27,7 @@ func newCloudCommand() *cobra.Command {
 	faultsFile := ""
 	cmd := &cobra.Command{
 		Use:   "cloud",
-		Short: "Run the local Azure (Entra ID over HTTPS) with its state in a data directory",
+		Short: "Run the local Azure (Entra ID, ARM, Key Vault, managed-identity endpoints) over HTTPS",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -46,7 +46,7 @@ func newCloudCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "HTTPS listen address (port 0 picks a free port)")
-	cmd.Flags().StringVar(&opts.DataDir, "data-dir", defaultCloudDataDir(), "state, CA and env file (default $CERULEAN_CLOUD_DATA_DIR, else .cerulean/cloud)")
+	cmd.Flags().StringVar(&opts.DataDir, "data-dir", defaultCloudDataDir(), "state, CA and env file; $CERULEAN_CLOUD_DATA_DIR sets the default")
 	cmd.Flags().StringArrayVar(&opts.TrustCAFiles, "trust-ca", nil, "extra CA bundle (PEM) to trust for federated issuers, besides the system roots; repeatable")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request")
 	cmd.Flags().DurationVar(&opts.ARM.RetryAfter, "arm-retry-after", 0, "poll interval ARM advertises on long-running operations (default 1s)")
@@ -78,7 +78,7 @@ func newCloudEnvCommand() *cobra.Command {
 			return runCloudEnv(cmd.OutOrStdout(), dataDir)
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data-dir", defaultCloudDataDir(), "the cloud's data directory")
+	cmd.Flags().StringVar(&dataDir, "data-dir", defaultCloudDataDir(), "the cloud's data directory; $CERULEAN_CLOUD_DATA_DIR sets the default")
 	cmd.Flags().StringVar(&compute, "compute", "", "print only IDENTITY_ENDPOINT, IDENTITY_HEADER and SSL_CERT_FILE for code on this VM or scale set (resource id)")
 	return cmd
 }

@@ -124,11 +124,26 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("remove stale env file: %w", err)
 	}
+	// On any failure below, undo what was started, newest first: a failed start must leave no
+	// listener (the main one or a vault's) or background operation behind.
+	var c *Cloud
+	var ln net.Listener
 	ok := false
 	defer func() {
-		if !ok {
-			_ = st.Close()
+		if ok {
+			return
 		}
+		if c != nil {
+			if c.srv != nil {
+				_ = c.srv.Close()
+			}
+			c.closeARM()
+			_ = c.closeKeyVault()
+		}
+		if ln != nil {
+			_ = ln.Close()
+		}
+		_ = st.Close()
 	}()
 	// Certificates after the lock: two clouds starting on one new directory must not both create a CA.
 	certs, err := pki.Ensure(dir, opts.Clock())
@@ -139,20 +154,15 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger}
+	c = &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger}
 	if err := c.startFaults(opts); err != nil {
 		return nil, err
 	}
 
-	ln, err := net.Listen("tcp", opts.Addr)
+	ln, err = net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
-	defer func() {
-		if !ok {
-			_ = ln.Close()
-		}
-	}()
 	base := "https://" + publicHostPort(opts.Addr, ln.Addr())
 
 	boot, err := ensureBootstrap(ctx, st, entra.NewDirectory(st, opts.Clock), opts.Clock)
@@ -204,7 +214,6 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	go func() { c.served <- c.srv.Serve(tls.NewListener(ln, c.srv.TLSConfig)) }()
 
 	if err := fsutil.WriteFileAtomic(filepath.Join(dir, EnvFile), []byte(FormatEnv(c.Env())), 0o600); err != nil {
-		_ = c.srv.Close()
 		return nil, fmt.Errorf("write env file: %w", err)
 	}
 	ok = true

@@ -31,18 +31,3 @@ func ReadEnv(dataDir string) (string, error) {
 	}
 	return string(b), nil
 }
-
-// shellQuote leaves plain values alone and single-quotes the rest.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/cerulean/cerulean/internal/cloud/msi"
+	"github.com/cerulean/cerulean/internal/shellenv"
 )
 
 // Managed-identity endpoints (part 4). Kept apart from server.go so each part owns its file.
@@ -33,7 +34,7 @@ func ComputeEnv(dataDir, resourceID string) ([]string, error) {
 	}
 	out := make([]string, 0, len(pairs))
 	for _, p := range pairs {
-		out = append(out, p[0]+"="+shellQuote(p[1]))
+		out = append(out, p[0]+"="+shellenv.Quote(p[1]))
 	}
 	return out, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/fsutil"
+	"github.com/cerulean/cerulean/internal/shellenv"
 )
 
 // Options configure a cloud.
@@ -260,7 +261,7 @@ func (c *Cloud) Env() []string {
 	}
 	out := make([]string, 0, len(pairs))
 	for _, p := range pairs {
-		out = append(out, p[0]+"="+shellQuote(p[1]))
+		out = append(out, p[0]+"="+shellenv.Quote(p[1]))
 	}
 	return out
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/faults"
+	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/cloud/pki"
@@ -85,6 +86,7 @@ type Cloud struct {
 	msi      *msi.Service
 	keyVault *keyVaultParts
 	srv      *http.Server
+	inflight httpx.InFlight
 	served   chan error
 	log      *slog.Logger
 	faults   *faults.Injector
@@ -205,7 +207,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
 	c.srv = &http.Server{
-		Handler:           c.observe(serviceOf, "", c.withARM(mux)),
+		Handler:           c.inflight.Wrap(c.observe(serviceOf, "", c.withARM(mux))),
 		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // keep-alive connections of gone clients do not pile up
@@ -296,7 +298,7 @@ func (c *Cloud) Close() error {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := c.srv.Shutdown(ctx)
+		err := httpx.Shutdown(ctx, c.srv, &c.inflight)
 		c.closeARM()
 		err = errors.Join(err, c.closeKeyVault())
 		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {

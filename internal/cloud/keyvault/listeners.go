@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
 
@@ -19,12 +20,13 @@ const loopback = "127.0.0.1"
 
 // vaultServer is one vault's HTTPS origin.
 type vaultServer struct {
-	srv    *http.Server
-	served chan error
+	srv      *http.Server
+	inflight httpx.InFlight
+	served   chan error
 }
 
 func (vs *vaultServer) shutdown(ctx context.Context) error {
-	err := vs.srv.Shutdown(ctx)
+	err := httpx.Shutdown(ctx, vs.srv, &vs.inflight)
 	if serr := <-vs.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
@@ -91,14 +93,15 @@ func (s *Service) Resume(ctx context.Context, name string, port int) error {
 }
 
 func (s *Service) serveOn(name string, ln net.Listener) {
+	vs := &vaultServer{served: make(chan error, 1)}
 	srv := &http.Server{
-		Handler:           s.handler(name),
+		Handler:           vs.inflight.Wrap(s.handler(name)),
 		TLSConfig:         s.o.TLS.Clone(),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	vs := &vaultServer{srv: srv, served: make(chan error, 1)}
+	vs.srv = srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.servers[vaultKey(name)]; dup || s.closed {

@@ -135,20 +135,16 @@ func etcdHealthy(port int) func(context.Context) error {
 	}
 }
 
-func apiServerReady(cfg *rest.Config) func(context.Context) error {
+func apiServerReady(cs kubernetes.Interface) func(context.Context) error {
 	return func(ctx context.Context) error {
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		_, err = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}
 }
 
 // controllerManagerReady waits for its health endpoint and for the default ServiceAccount, which
 // only a working controller manager creates.
-func controllerManagerReady(cfg *rest.Config, port int, caPEM []byte) func(context.Context) error {
+func controllerManagerReady(cs kubernetes.Interface, port int, caPEM []byte) func(context.Context) error {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
@@ -157,26 +153,18 @@ func controllerManagerReady(cfg *rest.Config, port int, caPEM []byte) func(conte
 		if _, err := httpGet(ctx, client, url); err != nil {
 			return err
 		}
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		_, err = cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}
 }
 
-func bootstrapRBAC(ctx context.Context, cfg *rest.Config) error {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("bootstrap RBAC: %w", err)
-	}
+func bootstrapRBAC(ctx context.Context, cs kubernetes.Interface) error {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: AnonymousIssuerDiscoveryBinding},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:unauthenticated"}},
 	}
-	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("bootstrap RBAC: create %s: %w", binding.Name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -113,6 +114,10 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if cp.RESTConfig, err = writeKubeconfigs(dataDir, cp.APIServerURL, pki); err != nil {
 		return nil, err
 	}
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
 
 	fmt.Fprintf(progress, "starting etcd on 127.0.0.1:%d…\n", p.EtcdClient)
 	if err := cp.start(ctx, "etcd", filepath.Join(binDir, "etcd"), etcdArgs(dataDir, p)); err != nil {
@@ -125,17 +130,17 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.start(ctx, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), apiServerArgs(cp, p, pki)); err != nil {
 		return nil, err
 	}
-	if err := cp.waitReady(ctx, timeout, "kube-apiserver", apiServerReady(cp.RESTConfig)); err != nil {
+	if err := cp.waitReady(ctx, timeout, "kube-apiserver", apiServerReady(cs)); err != nil {
 		return nil, err
 	}
-	if err := bootstrapRBAC(ctx, cp.RESTConfig); err != nil {
+	if err := bootstrapRBAC(ctx, cs); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(progress, "starting kube-controller-manager…")
 	if err := cp.start(ctx, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), controllerManagerArgs(dataDir, p, pki)); err != nil {
 		return nil, err
 	}
-	if err := cp.waitReady(ctx, timeout, "kube-controller-manager", controllerManagerReady(cp.RESTConfig, p.ControllerManager, cp.CACertPEM)); err != nil {
+	if err := cp.waitReady(ctx, timeout, "kube-controller-manager", controllerManagerReady(cs, p.ControllerManager, cp.CACertPEM)); err != nil {
 		return nil, err
 	}
 	return cp, nil

@@ -106,7 +106,7 @@ Cerulean is up.
   issuer (OIDC)       %s
   kubeconfig          %s
   local cloud         %s  (tenant %s, subscription %s)
-  cluster in the cloud %s
+  cluster (ARM)       %s
   logs                %s
 
 Use it:

@@ -32,6 +32,55 @@ func CheckLocation(l string) error {
 	return nil
 }
 
+// ValidateTags applies ARM's tag limits: at most 50, names up to 512 characters, values up to 256.
+func ValidateTags(tags map[string]string) error {
+	if len(tags) > 50 {
+		return Errorf(http.StatusBadRequest, "InvalidTagCount", "The number of tags exceeds the limit of 50.")
+	}
+	for k, v := range tags {
+		if k == "" || len(k) > 512 || strings.ContainsAny(k, "<>%&\\?/") {
+			return Errorf(http.StatusBadRequest, "InvalidTagNameCharacters", "The tag name '%s' is invalid.", k[:min(len(k), 64)])
+		}
+		if len(v) > 256 {
+			return Errorf(http.StatusBadRequest, "InvalidTagValueLength", "The value of tag '%s' exceeds 256 characters.", k[:min(len(k), 64)])
+		}
+	}
+	return nil
+}
+
+// PatchTags serves the tags-only PATCH (the SDKs' UpdateTags) of a resource in a resource group:
+// the body's tags replace the resource's, an absent "tags" keeps them. view renders the answer.
+func (s *Service) PatchTags(ctx context.Context, r *Request, view func(Resource) any) (httpx.Response, error) {
+	var body struct {
+		Tags map[string]string `json:"tags"`
+	}
+	if err := r.Decode(&body); err != nil {
+		return httpx.Response{}, err
+	}
+	if err := ValidateTags(body.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	var out Resource
+	err := s.Store().Update(ctx, func(tx *store.Tx) error {
+		if err := CheckGroupTx(tx, r.ID); err != nil {
+			return err
+		}
+		cur, err := GetTx(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		if body.Tags != nil {
+			cur.Tags = body.Tags
+		}
+		out = cur
+		return PutTx(tx, cur)
+	})
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return httpx.Response{Body: view(out)}, nil
+}
+
 // GroupExistsTx is CheckGroupTx for reads: only a missing resource group is an error; one being
 // deleted can still be read.
 func GroupExistsTx(tx *store.Tx, id armid.ID) error {

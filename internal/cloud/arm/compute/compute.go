@@ -19,7 +19,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
-	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/store"
@@ -126,7 +125,7 @@ func (p *Provider) decode(r *arm.Request, k kind) (body, error) {
 	if err := r.Decode(&b); err != nil {
 		return body{}, err
 	}
-	if err := resources.ValidateTags(b.Tags); err != nil {
+	if err := arm.ValidateTags(b.Tags); err != nil {
 		return body{}, err
 	}
 	if len(b.Properties) > 0 && !isObject(b.Properties) {

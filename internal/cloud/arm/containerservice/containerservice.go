@@ -18,7 +18,6 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
-	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
@@ -195,7 +194,7 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 	if err := arm.CheckLocation(body.Location); err != nil {
 		return httpx.Response{}, err
 	}
-	if err := resources.ValidateTags(body.Tags); err != nil {
+	if err := arm.ValidateTags(body.Tags); err != nil {
 		return httpx.Response{}, err
 	}
 	var out arm.Resource
@@ -245,32 +244,7 @@ func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, e
 	if err := placed(r.ID); err != nil {
 		return httpx.Response{}, err
 	}
-	var body struct {
-		Tags map[string]string `json:"tags"`
-	}
-	if err := r.Decode(&body); err != nil {
-		return httpx.Response{}, err
-	}
-	if err := resources.ValidateTags(body.Tags); err != nil {
-		return httpx.Response{}, err
-	}
-	var out arm.Resource
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-			return err
-		}
-		cur, err := arm.GetTx(tx, r.ID)
-		if err != nil {
-			return err
-		}
-		cur.Tags = body.Tags
-		out = cur
-		return arm.PutTx(tx, cur)
-	})
-	if err != nil {
-		return httpx.Response{}, err
-	}
-	return httpx.Response{Body: p.view(out)}, nil
+	return p.svc.PatchTags(ctx, r, func(res arm.Resource) any { return p.view(res) })
 }
 
 func (p *Provider) get(ctx context.Context, r *arm.Request) (httpx.Response, error) {

@@ -237,3 +237,30 @@ func TestClusterRefusesUnknownAPIVersion(t *testing.T) {
 		t.Errorf("status %d, code %q; want 400 InvalidApiVersionParameter", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
 	}
 }
+
+// A tags PATCH replaces the tags it carries and keeps them when it carries none.
+func TestClusterUpdateTags(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	if _, err := f.put(t, "tagged", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	update := func(tags map[string]*string) map[string]*string {
+		t.Helper()
+		poller, err := f.clusters.BeginUpdateTags(ctx, "rg", "tagged", armcontainerservice.TagsObject{Tags: tags}, nil)
+		if err != nil {
+			t.Fatalf("update tags: %v", err)
+		}
+		res, err := poller.PollUntilDone(ctx, nil)
+		if err != nil {
+			t.Fatalf("update tags: %v", err)
+		}
+		return res.Tags
+	}
+	if got := update(map[string]*string{"env": to.Ptr("dev")}); got["env"] == nil || *got["env"] != "dev" {
+		t.Fatalf("tags after a PATCH with env=dev: %v", got)
+	}
+	if got := update(nil); got["env"] == nil || *got["env"] != "dev" {
+		t.Errorf("a PATCH without tags dropped them: %v", got)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
-	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	kv "github.com/cerulean/cerulean/internal/cloud/keyvault"
 )
 
@@ -147,7 +146,7 @@ func validateCreate(b *vaultBody) error {
 	if err := arm.CheckLocation(b.Location); err != nil {
 		return err
 	}
-	if err := resources.ValidateTags(b.Tags); err != nil {
+	if err := arm.ValidateTags(b.Tags); err != nil {
 		return err
 	}
 	if b.Properties == nil {

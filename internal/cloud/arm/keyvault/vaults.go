@@ -10,7 +10,6 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
-	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	kv "github.com/cerulean/cerulean/internal/cloud/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/store"
@@ -238,7 +237,7 @@ func (p *Provider) patchVault(ctx context.Context, r *arm.Request) (httpx.Respon
 	if err := r.Decode(&b); err != nil {
 		return httpx.Response{}, err
 	}
-	if err := resources.ValidateTags(b.Tags); err != nil {
+	if err := arm.ValidateTags(b.Tags); err != nil {
 		return httpx.Response{}, err
 	}
 	if b.Properties != nil && b.Properties.AccessPolicies != nil {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
-	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/store"
@@ -129,7 +128,7 @@ func (p *Provider) putIdentity(ctx context.Context, r *arm.Request) (httpx.Respo
 	if err := arm.CheckLocation(body.Location); err != nil {
 		return httpx.Response{}, err
 	}
-	if err := resources.ValidateTags(body.Tags); err != nil {
+	if err := arm.ValidateTags(body.Tags); err != nil {
 		return httpx.Response{}, err
 	}
 	var out arm.Resource
@@ -179,34 +178,7 @@ func (p *Provider) patchIdentity(ctx context.Context, r *arm.Request) (httpx.Res
 	if err := placed(r.ID, 3); err != nil {
 		return httpx.Response{}, err
 	}
-	var body struct {
-		Tags map[string]string `json:"tags"`
-	}
-	if err := r.Decode(&body); err != nil {
-		return httpx.Response{}, err
-	}
-	if err := resources.ValidateTags(body.Tags); err != nil {
-		return httpx.Response{}, err
-	}
-	var out arm.Resource
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-			return err
-		}
-		cur, err := arm.GetTx(tx, r.ID)
-		if err != nil {
-			return err
-		}
-		if body.Tags != nil {
-			cur.Tags = body.Tags
-		}
-		out = cur
-		return arm.PutTx(tx, cur)
-	})
-	if err != nil {
-		return httpx.Response{}, err
-	}
-	return httpx.Response{Body: identityView(out)}, nil
+	return p.svc.PatchTags(ctx, r, func(res arm.Resource) any { return identityView(res) })
 }
 
 func (p *Provider) getIdentity(ctx context.Context, r *arm.Request) (httpx.Response, error) {

@@ -139,22 +139,6 @@ func validLocation(l string) bool {
 	return true
 }
 
-// ValidateTags applies ARM's tag limits: at most 50, names up to 512 characters, values up to 256.
-func ValidateTags(tags map[string]string) error {
-	if len(tags) > 50 {
-		return arm.Errorf(http.StatusBadRequest, "InvalidTagCount", "The number of tags exceeds the limit of 50.")
-	}
-	for k, v := range tags {
-		if k == "" || len(k) > 512 || strings.ContainsAny(k, "<>%&\\?/") {
-			return arm.Errorf(http.StatusBadRequest, "InvalidTagNameCharacters", "The tag name '%s' is invalid.", k[:min(len(k), 64)])
-		}
-		if len(v) > 256 {
-			return arm.Errorf(http.StatusBadRequest, "InvalidTagValueLength", "The value of tag '%s' exceeds 256 characters.", k[:min(len(k), 64)])
-		}
-	}
-	return nil
-}
-
 func (p *Provider) putGroup(ctx context.Context, r *arm.Request) (httpx.Response, error) {
 	name := r.ID.ResourceGroup()
 	if !ValidGroupName(name) {
@@ -167,7 +151,7 @@ func (p *Provider) putGroup(ctx context.Context, r *arm.Request) (httpx.Response
 	if !validLocation(body.Location) {
 		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition and must be a location name.")
 	}
-	if err := ValidateTags(body.Tags); err != nil {
+	if err := arm.ValidateTags(body.Tags); err != nil {
 		return httpx.Response{}, err
 	}
 	props, _ := json.Marshal(groupProperties{ProvisioningState: arm.StateSucceeded})

@@ -17,7 +17,6 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
-	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
@@ -138,7 +137,7 @@ func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, err
 	case len(b.Properties) > 0 && !isObject(b.Properties):
 		return httpx.Response{}, arm.ErrInvalidContent("the value at 'properties' must be an object.")
 	}
-	if err := resources.ValidateTags(b.Tags); err != nil {
+	if err := arm.ValidateTags(b.Tags); err != nil {
 		return httpx.Response{}, err
 	}
 	if b.Kind == "" {
@@ -192,7 +191,7 @@ func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, e
 	if err := r.Decode(&b); err != nil {
 		return httpx.Response{}, err
 	}
-	if err := resources.ValidateTags(b.Tags); err != nil {
+	if err := arm.ValidateTags(b.Tags); err != nil {
 		return httpx.Response{}, err
 	}
 	var patch map[string]json.RawMessage

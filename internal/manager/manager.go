@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -56,6 +57,11 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Logger is the root logger.
 	Logger logr.Logger
+	// ARMRetry overrides the ARM clients' retry policy (default: two retries honouring
+	// Retry-After, then the reconciler's own backoff).
+	ARMRetry *policy.RetryOptions
+	// SkipNameValidation lets several managers run in one process (tests restarting one).
+	SkipNameValidation bool
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -125,6 +131,7 @@ func Run(ctx context.Context, opts Options) error {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -139,7 +146,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("configure ARM clients: %w", err)
 	}
-	armOpts.Retry = policy.RetryOptions{MaxRetries: 2}
+	if opts.ARMRetry != nil {
+		armOpts.Retry = *opts.ARMRetry
+	} else {
+		armOpts.Retry = policy.RetryOptions{MaxRetries: 2}
+	}
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval}); err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,37 +49,9 @@ func kube(t *testing.T) client.Client {
 	return c
 }
 
-func applyCRDs(t *testing.T, c client.Client) {
-	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs: %v", err)
-	}
-	var names []string
-	for _, f := range files {
-		for _, u := range readObjects(t, f) {
-			u.SetManagedFields(nil)
-			if err := c.Patch(t.Context(), u, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("apply %s: %v", f, err)
-			}
-			names = append(names, u.GetName())
-		}
-	}
-	for _, n := range names {
-		eventually(t, time.Minute, "CRD "+n+" established", func() (bool, string) {
-			crd := &unstructured.Unstructured{}
-			crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-			if err := c.Get(t.Context(), client.ObjectKey{Name: n}, crd); err != nil {
-				return false, err.Error()
-			}
-			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-			for _, x := range conds {
-				m := x.(map[string]any)
-				if m["type"] == "Established" && m["status"] == "True" {
-					return true, ""
-				}
-			}
-			return false, "not established"
-		})
+func applyCRDs(t *testing.T, _ client.Client) {
+	if err := manager.InstallCRDs(t.Context(), devenvtest.ControlPlane(t).RESTConfig); err != nil {
+		t.Fatal(err)
 	}
 }
 

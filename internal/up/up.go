@@ -83,6 +83,14 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	fmt.Fprintln(opts.Out, "starting the manager…")
+	mgrCtx, stopManager := context.WithCancel(ctx)
+	defer stopManager()
+	managerDone, err := startManager(mgrCtx, cp, az, dataDir)
+	if err != nil {
+		return err
+	}
+
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
 	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
@@ -96,6 +104,8 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	case <-exited:
 		return which()
+	case err := <-managerDone:
+		return fmt.Errorf("manager stopped: %w", err)
 	}
 }
 

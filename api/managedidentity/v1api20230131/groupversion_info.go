@@ -1,0 +1,19 @@
+// Package v1api20230131 contains the managedidentity.azure.com API, version v1api20230131: the schema of Azure Service Operator v2's
+// kinds of that group and version, reconciled by Cerulean's manager.
+// +kubebuilder:object:generate=true
+// +groupName=managedidentity.azure.com
+package v1api20230131
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of these kinds.
+	GroupVersion = schema.GroupVersion{Group: "managedidentity.azure.com", Version: "v1api20230131"}
+	// SchemeBuilder registers the kinds.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// AddToScheme adds the kinds to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -195,7 +195,9 @@ func TestPublicNamesAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		var tok struct{ AccessToken string `json:"access_token"` }
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
 		_ = json.NewDecoder(res.Body).Decode(&tok)
 		claims, err := e.c.Entra().Verify(t.Context(), tok.AccessToken, func(string) bool { return true })
 		if err != nil {

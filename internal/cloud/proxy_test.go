@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
@@ -221,6 +222,35 @@ func TestPublicNamesAnswers(t *testing.T) {
 			if res.StatusCode != http.StatusOK {
 				t.Errorf("ARM at %s: %d", arm, res.StatusCode)
 			}
+		}
+	}
+	// A long-running operation's URLs name the host ARM was reached under.
+	tok := token(login)
+	for arm, want := range map[string]string{"https://management.azure.com": "https://management.azure.com/", s.URL: s.URL + "/"} {
+		cloudtest.CreateGroup(t, e.c, cloudtest.OwnerCred(t, e.c), cloudtest.ARMOptions(e.c), "westeurope", "rg-lro")
+		req, _ := http.NewRequest(http.MethodDelete, arm+"/subscriptions/"+s.SubscriptionID+"/resourcegroups/rg-lro?api-version=2021-04-01", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := pub.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusAccepted || !strings.HasPrefix(res.Header.Get("Location"), want) {
+			t.Errorf("DELETE at %s: %d, Location %q, want a URL under %s", arm, res.StatusCode, res.Header.Get("Location"), want)
+		}
+		// Wait for the deletion to end before the next round re-creates the group.
+		for i := 0; i < 200; i++ {
+			poll, _ := http.NewRequest(http.MethodGet, res.Header.Get("Location"), nil)
+			poll.Header.Set("Authorization", "Bearer "+tok)
+			pr, err := pub.Do(poll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = pr.Body.Close()
+			if pr.StatusCode != http.StatusAccepted {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	// ARM's challenge names the public authority under the public name.

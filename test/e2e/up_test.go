@@ -78,7 +78,7 @@ func TestUpRefusesASecondInstance(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, dir)
 	waitForEnv(t, up, dir)
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0").CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "in use") {
 		t.Errorf("second up on the same directory: err=%v output=%q, want an 'in use' error", err, out)
 	}
@@ -95,7 +95,7 @@ type upProcess struct {
 func startUp(t *testing.T, dir string) *upProcess {
 	t.Helper()
 	p := &upProcess{output: &bytes.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0")
+	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0")
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	if err := p.cmd.Start(); err != nil {
@@ -256,7 +256,7 @@ func TestUpNamesATakenCloudPort(t *testing.T) {
 	}
 	defer l.Close()
 	dir := t.TempDir()
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", l.Addr().String()).CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", l.Addr().String(), "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), l.Addr().String()) || !strings.Contains(string(out), "--cloud-addr") {
 		t.Errorf("up with its cloud port taken: err=%v output=%q, want an error naming the address and --cloud-addr", err, out)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 )
 
@@ -48,7 +49,7 @@ func (s *Service) token(r *http.Request) (httpx.Response, error) {
 	if ferr != nil {
 		return httpx.Response{}, ferr
 	}
-	res, err := s.issue(r.Context(), tid, req)
+	res, err := s.issue(r.Context(), tid, s.issuerFor(r, tid), req)
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -56,7 +57,7 @@ func (s *Service) token(r *http.Request) (httpx.Response, error) {
 }
 
 // issue validates a parsed token request and signs the access token.
-func (s *Service) issue(ctx context.Context, tid string, req tokenRequest) (tokenResponse, error) {
+func (s *Service) issue(ctx context.Context, tid, iss string, req tokenRequest) (tokenResponse, error) {
 	switch {
 	case req.GrantType == "":
 		return tokenResponse{}, errMissingParam("grant_type")
@@ -97,7 +98,7 @@ func (s *Service) issue(ctx context.Context, tid string, req tokenRequest) (toke
 	default:
 		return tokenResponse{}, errNoCredential()
 	}
-	raw, _, err := s.sign(ctx, p, resource, acr)
+	raw, _, err := s.sign(ctx, p, iss, resource, acr)
 	if err != nil {
 		return tokenResponse{}, err
 	}
@@ -181,10 +182,15 @@ func findCertificate(p Principal, a *assertion) (Certificate, bool) {
 	return Certificate{}, false
 }
 
-// isTokenEndpointAudience accepts the v2 and v1 token endpoints and the issuer, as Entra does.
+// isTokenEndpointAudience accepts the v2 and v1 token endpoints and the issuer, as Entra does,
+// under the cloud's own origin and under Entra's public names.
 func (s *Service) isTokenEndpointAudience(tid string, aud jwt.ClaimStrings) bool {
+	wants := []string{s.TokenEndpoint(tid), s.base + "/" + tid + "/oauth2/token", s.Issuer(tid), azurenames.Issuer(tid)}
+	for _, h := range azurenames.EntraHosts() {
+		wants = append(wants, "https://"+h+"/"+tid+"/oauth2/v2.0/token", "https://"+h+"/"+tid+"/oauth2/token")
+	}
 	for _, a := range aud {
-		for _, want := range []string{s.TokenEndpoint(tid), s.base + "/" + tid + "/oauth2/token", s.Issuer(tid)} {
+		for _, want := range wants {
 			if strings.EqualFold(strings.TrimSuffix(a, "/"), want) {
 				return true
 			}
@@ -256,14 +262,14 @@ type AccessClaims struct {
 	MIResource string `json:"xms_mirid,omitempty"`
 }
 
-func (s *Service) sign(ctx context.Context, p Principal, audience, acr string) (string, time.Time, error) {
+// sign issues an access token with issuer iss (the cloud's own or Azure's public one).
+func (s *Service) sign(ctx context.Context, p Principal, iss, audience, acr string) (string, time.Time, error) {
 	key, err := s.keys.signer(ctx)
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	exp := now.Add(s.lifetime)
-	iss := s.Issuer(p.TenantID)
 	claims := AccessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    iss,
@@ -284,6 +290,13 @@ func (s *Service) sign(ctx context.Context, p Principal, audience, acr string) (
 		return "", time.Time{}, fmt.Errorf("sign access token: %w", err)
 	}
 	return raw, exp, nil
+}
+
+// knownIssuer accepts the issuers of a tenant's tokens: the cloud's own, and Azure's public v2
+// and v1 issuers (same keys, same tenant), so a token got under either set of names works
+// under both.
+func (s *Service) knownIssuer(iss, tenantID string) bool {
+	return iss == s.Issuer(tenantID) || iss == azurenames.Issuer(tenantID) || iss == azurenames.V1Issuer(tenantID)
 }
 
 // ErrInvalidToken is returned by Verify for any token it does not accept.
@@ -307,7 +320,7 @@ func (s *Service) Verify(ctx context.Context, raw string, accept func(aud string
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
-	if _, err := s.Directory.Tenant(ctx, claims.TenantID); err != nil || claims.Issuer != s.Issuer(claims.TenantID) {
+	if _, err := s.Directory.Tenant(ctx, claims.TenantID); err != nil || !s.knownIssuer(claims.Issuer, claims.TenantID) {
 		return nil, fmt.Errorf("%w: unknown issuer", ErrInvalidToken)
 	}
 	for _, a := range claims.Audience {

@@ -150,7 +150,9 @@ func managerRows(res map[string]peerResult) []row {
 		}
 		rows = append(rows, r)
 	}
-	secs := func(v float64) string { return (time.Duration(v * float64(time.Second))).Round(100 * time.Millisecond).String() }
+	secs := func(v float64) string {
+		return (time.Duration(v * float64(time.Second))).Round(100 * time.Millisecond).String()
+	}
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 	mib := func(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 	pick := func(r peerResult, f func(peerResult) float64) float64 { return f(r) }

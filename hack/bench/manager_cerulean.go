@@ -75,6 +75,9 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 		"--health-addr=127.0.0.1:" + strconv.Itoa(health),
 		"--metrics-addr=0",
 	}
+	if *mgrVerbose {
+		args = append(args, "--v")
+	}
 	p, err := startProcess(bin, args, env, filepath.Join(s.dir, "manager.log"))
 	if err != nil {
 		return nil, err

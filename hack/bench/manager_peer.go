@@ -39,6 +39,7 @@ var (
 	mgrCap     = flag.Duration("manager-ready-cap", 10*time.Minute, "manager section: longest wait for every object to be Ready, per manager")
 	mgrSync    = flag.Duration("manager-sync-period", time.Minute, "manager section: the sync period both managers get")
 	mgrPeriods = flag.Int("manager-periods", 3, "manager section: sync periods of steady state counted in the cloud's request log")
+	mgrVerbose = flag.Bool("manager-verbose", false, "manager section: managers log at debug level (slower; for diagnosis)")
 	mgrOnly    = flag.String("manager-only", "", "manager section: run only this manager (cerulean or aso), without ratios")
 )
 
@@ -451,7 +452,8 @@ func startProcess(bin string, args, env []string, logPath string) (*managerProce
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, and killed with the benchmark should the benchmark die first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return nil, fmt.Errorf("start %s: %w", filepath.Base(bin), err)

@@ -187,7 +187,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 		r := armresource.New(mgr.GetClient(), armresource.Options{
 			Kind: k, Credentials: creds, ARM: opts.ARM, Exports: writer,
 			KeyVault: &exports.KeyVaultWriter{Options: opts.KeyVault}, ExportKeyVault: opts.ExportKeyVault,
-			Recorder:   mgr.GetEventRecorder("cerulean-manager"),
+			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
 			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval,
 		})
 		if err := r.SetupWithManager(ctx, mgr); err != nil {

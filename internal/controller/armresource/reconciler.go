@@ -76,6 +76,10 @@ type Options struct {
 	// ExportKeyVault is the manager-wide Key Vault destination of secret exports (a vault URL);
 	// empty keeps them in Kubernetes Secrets. The annotation AnnotationExportKeyVault overrides it.
 	ExportKeyVault string
+	// APIReader reads without the cache: the CRD's state must be current when an object is
+	// being deleted (its CRD is marked deleted before the objects are). Nil reads through the
+	// client.
+	APIReader client.Reader
 	// Recorder records Events on transitions.
 	Recorder events.EventRecorder
 	// SyncPeriod is how often a Ready resource is read back from ARM (default 1h).

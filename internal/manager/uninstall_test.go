@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func TestCRDDeletionDetaches(t *testing.T) {
 	ns := namespace(t, c)
 	startManager(t, az, time.Minute, ns)
 	t.Cleanup(func() {
-		if err := manager.InstallCRDs(t.Context(), devenvtest.ControlPlane(t).RESTConfig); err != nil {
+		if err := manager.InstallCRDs(context.Background(), devenvtest.ControlPlane(t).RESTConfig); err != nil {
 			t.Errorf("reinstall CRDs: %v", err)
 		}
 	})
@@ -44,7 +45,7 @@ func TestCRDDeletionDetaches(t *testing.T) {
 	if err := c.Delete(t.Context(), crd); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "CRD deleted", func() (bool, string) {
+	eventually(t, 30*time.Second, "CRD deleted", func() (bool, string) {
 		err := c.Get(t.Context(), client.ObjectKeyFromObject(crd), crd.DeepCopy())
 		return apierrors.IsNotFound(err), "CRD still there"
 	})

@@ -14,6 +14,7 @@ func newManagerCommand() *cobra.Command {
 	opts := manager.Options{}
 	var kubeconfig string
 	var verbose bool
+	var exportVault string
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the controllers: Azure resources from manifests",
@@ -29,6 +30,9 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 			poll, leader, leaderNS, metrics, health := opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr
 			if err := manager.FromEnv(&opts, os.Getenv); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("export-key-vault") {
+				opts.ExportKeyVault = exportVault
 			}
 			opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr = poll, leader, leaderNS, metrics, health
 			rc, err := manager.RESTConfig(kubeconfig)
@@ -51,6 +55,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect one active replica through a Lease")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's)")
 	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "how often a running ARM operation is polled (default 10s)")
+	f.StringVar(&exportVault, "export-key-vault", "", "Key Vault URL for secret exports (default: CERULEAN_EXPORT_KEY_VAULT; none: Kubernetes Secrets)")
 	f.BoolVar(&verbose, "v", false, "log at debug level")
 	return cmd
 }

@@ -30,6 +30,7 @@ func FromEnv(opts *Options, getenv func(string) string) error {
 		opts.SyncPeriod = d
 	}
 	opts.TargetNamespaces = ParseNamespaces(getenv("AZURE_TARGET_NAMESPACES"))
+	opts.ExportKeyVault = getenv("CERULEAN_EXPORT_KEY_VAULT")
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/manager"
 )
 
@@ -151,7 +152,40 @@ func startManager(t *testing.T, c *cloud.Cloud, syncPeriod time.Duration, namesp
 		})
 	}
 	t.Cleanup(stop)
+	t.Cleanup(func() { deleteAll(t, namespaces) }) // runs first, while the manager still runs
 	return stop
+}
+
+// deleteAll deletes every object of the manager's kinds in the namespaces and waits until they
+// are gone, so that no object with a finalizer outlives its test's manager (a CRD deletion in a
+// later test would wait for it).
+func deleteAll(t *testing.T, namespaces []string) {
+	c := kube(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, k := range armresource.Kinds() {
+		for _, ns := range namespaces {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(k.GVK)
+			_ = c.DeleteAllOf(ctx, u, client.InNamespace(ns))
+		}
+	}
+	for _, k := range armresource.Kinds() {
+		for _, ns := range namespaces {
+			for {
+				list := &unstructured.UnstructuredList{}
+				list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
+				if err := c.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) == 0 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Errorf("cleanup: %d %s left in %s", len(list.Items), k.GVK.Kind, ns)
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
 }
 
 func tail(s string, n int) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -57,6 +58,8 @@ type Options struct {
 	LeaderElectionNamespace string
 	// Logger is the root logger.
 	Logger logr.Logger
+	// ExportKeyVault is the manager-wide Key Vault for secret exports (CERULEAN_EXPORT_KEY_VAULT).
+	ExportKeyVault string
 	// ARMRetry overrides the ARM clients' retry policy (default: two retries honouring
 	// Retry-After, then the reconciler's own backoff).
 	ARMRetry *policy.RetryOptions
@@ -151,7 +154,12 @@ func Run(ctx context.Context, opts Options) error {
 	} else {
 		armOpts.Retry = policy.RetryOptions{MaxRetries: 2}
 	}
-	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval}); err != nil {
+	kvOpts, err := opts.Azure.SecretsOptions()
+	if err != nil {
+		return fmt.Errorf("configure Key Vault clients: %w", err)
+	}
+	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
+		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval}); err != nil {
 		return err
 	}
 	opts.Logger.Info("Starting manager", "syncPeriod", opts.SyncPeriod.String(), "namespaces", opts.TargetNamespaces, "leaderElection", opts.LeaderElection)
@@ -163,10 +171,12 @@ func Run(ctx context.Context, opts Options) error {
 
 // SetupOptions configure Setup.
 type SetupOptions struct {
-	Azure        azure.Config
-	ARM          *arm.ClientOptions
-	SyncPeriod   time.Duration
-	PollInterval time.Duration
+	Azure          azure.Config
+	ARM            *arm.ClientOptions
+	KeyVault       *azsecrets.ClientOptions
+	ExportKeyVault string
+	SyncPeriod     time.Duration
+	PollInterval   time.Duration
 }
 
 // Setup adds a reconciler of every kind to mgr.
@@ -176,7 +186,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 	for _, k := range armresource.Kinds() {
 		r := armresource.New(mgr.GetClient(), armresource.Options{
 			Kind: k, Credentials: creds, ARM: opts.ARM, Exports: writer,
-			Recorder:   mgr.GetEventRecorder("cerulean-manager"),
+			KeyVault: &exports.KeyVaultWriter{Options: opts.KeyVault}, ExportKeyVault: opts.ExportKeyVault,
+			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
 			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval,
 		})
 		if err := r.SetupWithManager(ctx, mgr); err != nil {

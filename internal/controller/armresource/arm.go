@@ -27,7 +27,7 @@ type armClient struct {
 type Poller = runtime.Poller[json.RawMessage]
 
 func newARMClient(cred azcore.TokenCredential, opts *arm.ClientOptions) (*armClient, error) {
-	c, err := arm.NewClient("cerulean-manager", "v1", cred, opts)
+	c, err := arm.NewClient("cerulean-manager", "v1.0.0", cred, opts)
 	if err != nil {
 		return nil, fmt.Errorf("create ARM client: %w", err)
 	}

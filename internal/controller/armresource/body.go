@@ -124,7 +124,9 @@ func configMapRefs(v any) []string {
 func statusFromARM(res map[string]any, flatten bool) map[string]any {
 	out := map[string]any{}
 	for k, v := range res {
-		out[k] = deepCopy(v)
+		if v != nil {
+			out[k] = dropNulls(deepCopy(v))
+		}
 	}
 	if !flatten {
 		return out
@@ -255,6 +257,26 @@ func deepCopy(v any) any {
 			out[i] = deepCopy(e)
 		}
 		return out
+	}
+	return v
+}
+
+// dropNulls removes null map values at any depth: the API server prunes them from a status,
+// and a status compared with its stored copy must match it.
+func dropNulls(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+			} else {
+				t[k] = dropNulls(e)
+			}
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = dropNulls(e)
+		}
 	}
 	return v
 }

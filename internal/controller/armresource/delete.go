@@ -145,7 +145,11 @@ func (r *Reconciler) crdDeleting(ctx context.Context) (bool, error) {
 	}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	if err := r.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gvk.Group}, crd); err != nil {
+	var reader client.Reader = r.Client
+	if r.opts.APIReader != nil {
+		reader = r.opts.APIReader
+	}
+	if err := reader.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gvk.Group}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}

@@ -45,7 +45,10 @@ const (
 	// AnnotationAppliedHash identifies the last request body ARM accepted: a spec whose body
 	// hashes the same needs no PUT.
 	AnnotationAppliedHash = "cerulean.dev/applied-hash"
-	Finalizer             = "serviceoperator.azure.com/finalizer"
+	// AnnotationExportKeyVault chooses where a resource's secret exports go: a Key Vault URL, or
+	// "kubernetes" for Secrets whatever the manager-wide setting.
+	AnnotationExportKeyVault = "cerulean.dev/export-key-vault"
+	Finalizer                = "serviceoperator.azure.com/finalizer"
 )
 
 // Reconcile policies.
@@ -68,6 +71,15 @@ type Options struct {
 	ARM *arm.ClientOptions
 	// Exports writes ConfigMaps and Secrets.
 	Exports *exports.KubeWriter
+	// KeyVault writes secret exports to a Key Vault, when one is the destination.
+	KeyVault *exports.KeyVaultWriter
+	// ExportKeyVault is the manager-wide Key Vault destination of secret exports (a vault URL);
+	// empty keeps them in Kubernetes Secrets. The annotation AnnotationExportKeyVault overrides it.
+	ExportKeyVault string
+	// APIReader reads without the cache: the CRD's state must be current when an object is
+	// being deleted (its CRD is marked deleted before the objects are). Nil reads through the
+	// client.
+	APIReader client.Reader
 	// Recorder records Events on transitions.
 	Recorder events.EventRecorder
 	// SyncPeriod is how often a Ready resource is read back from ARM (default 1h).
@@ -356,7 +368,7 @@ func (p *pass) finish(ctx context.Context, reader *armClient, res map[string]any
 			return err
 		}
 	}
-	return p.r.export(ctx, p.obj, p.status, &exportEnv{reader: reader, id: p.id, apiVersion: p.r.opts.Kind.APIVersion})
+	return p.r.export(ctx, p.obj, p.status, &exportEnv{reader: reader, id: p.id, apiVersion: p.r.opts.Kind.APIVersion, cred: p.cred})
 }
 
 // export writes operatorSpec's configMaps, secrets and expressions.
@@ -383,10 +395,43 @@ func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured,
 	if len(vals) == 0 {
 		return nil
 	}
+	if vault := r.exportVault(obj); vault != "" {
+		var kube []exports.Value
+		secret := map[string]string{}
+		for _, v := range vals {
+			if v.Kind == "Secret" {
+				secret[v.Key] = v.Value
+			} else {
+				kube = append(kube, v)
+			}
+		}
+		if len(secret) > 0 {
+			name := exports.KeyVaultSecretName(obj.GetKind(), obj.GetNamespace(), obj.GetName())
+			if err := r.opts.KeyVault.Write(ctx, env.cred.Cached(), vault, name, secret); err != nil {
+				return fmt.Errorf("%w: %w", errExport, err)
+			}
+		}
+		vals = kube
+	}
+	if len(vals) == 0 {
+		return nil
+	}
 	if err := r.opts.Exports.Write(ctx, obj, vals); err != nil {
 		return fmt.Errorf("%w: %w", errExport, err)
 	}
 	return nil
+}
+
+// exportVault is the Key Vault URL secret exports go to, "" for Kubernetes Secrets.
+func (r *Reconciler) exportVault(obj *unstructured.Unstructured) string {
+	v, ok := obj.GetAnnotations()[AnnotationExportKeyVault]
+	if !ok {
+		v = r.opts.ExportKeyVault
+	}
+	if strings.EqualFold(v, "kubernetes") || r.opts.KeyVault == nil {
+		return ""
+	}
+	return v
 }
 
 func expressions(obj *unstructured.Unstructured) []exports.Expression {
@@ -687,6 +732,7 @@ func (e *prepareEnv) referenceID(ctx context.Context, group, kind, name string) 
 
 // exportEnv is what Exports may use.
 type exportEnv struct {
+	cred       *credentials.Credential
 	reader     *armClient
 	id         string
 	apiVersion string

@@ -1,14 +1,20 @@
 // Package exports writes a resource's connection details where the application reads them.
 //
-// TEMPORARY: the Kubernetes writer subset of the contract in the manager helpers' notes (CEL
-// expressions and the Key Vault writer come with the full package, which replaces this file on
-// merge). The exported names and signatures are the contract's.
+// TEMPORARY: a subset of the contract in the manager helpers' notes (CEL expressions come with
+// the full package, which replaces this file on merge). The exported names and signatures are the contract's.
 package exports
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,4 +136,47 @@ func isOwnedBy(obj, owner client.Object) bool {
 		}
 	}
 	return false
+}
+
+// KeyVaultWriter writes a resource's secret exports to one Key Vault secret.
+type KeyVaultWriter struct {
+	// Options configure the Key Vault clients (transport, challenge verification).
+	Options *azsecrets.ClientOptions
+}
+
+// Write stores vals as one JSON map in secret secretName of the vault at vaultURL, only when
+// the stored value differs.
+func (w *KeyVaultWriter) Write(ctx context.Context, cred azcore.TokenCredential, vaultURL, secretName string, vals map[string]string) error {
+	c, err := azsecrets.NewClient(vaultURL, cred, w.Options)
+	if err != nil {
+		return fmt.Errorf("create Key Vault client: %w", err)
+	}
+	b, err := json.Marshal(vals)
+	if err != nil {
+		return fmt.Errorf("encode secret %s: %w", secretName, err)
+	}
+	cur, err := c.GetSecret(ctx, secretName, "", nil)
+	if err == nil && cur.Value != nil && *cur.Value == string(b) {
+		return nil
+	}
+	var re *azcore.ResponseError
+	if err != nil && (!errors.As(err, &re) || re.StatusCode != http.StatusNotFound) {
+		return fmt.Errorf("read Key Vault secret %s: %w", secretName, err)
+	}
+	value, contentType := string(b), "application/json"
+	if _, err := c.SetSecret(ctx, secretName, azsecrets.SetSecretParameters{Value: &value, ContentType: &contentType}, nil); err != nil {
+		return fmt.Errorf("write Key Vault secret %s: %w", secretName, err)
+	}
+	return nil
+}
+
+var kvInvalid = regexp.MustCompile(`[^0-9a-zA-Z-]+`)
+
+// KeyVaultSecretName is "<kind>-<namespace>-<name>", lower-cased and made valid for Key Vault.
+func KeyVaultSecretName(kind, namespace, name string) string {
+	s := kvInvalid.ReplaceAllString(strings.ToLower(kind+"-"+namespace+"-"+name), "-")
+	if len(s) > 127 {
+		s = s[:127]
+	}
+	return s
 }

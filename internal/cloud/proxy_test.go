@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
@@ -252,6 +255,24 @@ func TestPublicNamesAnswers(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+	// The SDK's certificate credential, public cloud and instance discovery on, through the
+	// proxy: its assertion names the public token endpoint, and that is the audience accepted.
+	pemBytes, err := os.ReadFile(s.ClientCertificatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, key, err := azidentity.ParseCertificates(pemBytes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certCred, err := azidentity.NewClientCertificateCredential(s.TenantID, s.ClientID, certs, key,
+		&azidentity.ClientCertificateCredentialOptions{ClientOptions: azcore.ClientOptions{Transport: pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claims := verify(t, e.c, cloudtest.Token(t, certCred, armScope)); claims.Issuer != login+"/"+s.TenantID+"/v2.0" || claims.ObjectID != s.ObjectID {
+		t.Errorf("certificate credential through the proxy: iss %s oid %s", claims.Issuer, claims.ObjectID)
 	}
 	// ARM's challenge names the public authority under the public name.
 	res, err := pub.Get("https://management.azure.com/subscriptions/" + s.SubscriptionID + "/resourcegroups?api-version=2021-04-01")

@@ -20,7 +20,8 @@ func init() {
 // benchCloudProxy measures a token request and an ARM GET through the proxy (CONNECT to
 // login.microsoftonline.com / management.azure.com, TLS terminated by the proxy, the cloud's
 // handlers in-process) against the same request to the cloud's loopback address, in one run,
-// at 1 and 8 concurrent clients with keep-alive connections (an SDK keeps its tunnel open).
+// at 1 and 8 concurrent clients with keep-alive connections (an SDK keeps its tunnel open), and
+// with a new connection (and tunnel) for every request.
 func benchCloudProxy(ctx context.Context, env benchEnv) ([]row, error) {
 	c, err := startCloud(ctx, env, "cloud-proxy", cloud.Options{ProxyAddr: "0"})
 	if err != nil {
@@ -94,5 +95,18 @@ func benchCloudProxy(ctx context.Context, env benchEnv) ([]row, error) {
 			)
 		}
 	}
+	// A new connection for every request: the proxy's CONNECT and its TLS handshake (with a
+	// cached leaf) against a direct TLS handshake.
+	coldDirect, cdtr := loadClient(c)
+	cdtr.DisableKeepAlives = true
+	coldProxy, cptr := loadClient(c)
+	cptr.DisableKeepAlives, cptr.Proxy = true, http.ProxyURL(proxyURL)
+	d := benchutil.Load(ctx, 1, 300, 20*time.Second, armGet(coldDirect, s.URL))
+	p := benchutil.Load(ctx, 1, 300, 20*time.Second, armGet(coldProxy, management))
+	rows = append(rows,
+		row{benchmark: "ARM GET subscription, direct, new connection each request", result: d.String()},
+		row{benchmark: "ARM GET subscription, through the proxy, new tunnel each request", result: p.String(),
+			vsBaseline: fmt.Sprintf("p50 %s, p99 %s of direct", ratio(float64(p.P50), float64(d.P50)), ratio(float64(p.P99), float64(d.P99)))},
+	)
 	return rows, nil
 }

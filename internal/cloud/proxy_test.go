@@ -130,8 +130,12 @@ func TestGoSDKDefaultsThroughProxy(t *testing.T) {
 	if p, err := e.c.Entra().Directory.Principal(t.Context(), s.TenantID, got["identityClientId"]); err != nil || p.DisplayName != "app" {
 		t.Errorf("identity in the cloud: %+v %v", p, err)
 	}
-	// Every name the client used got its leaf; none other did.
+	// MSAL asked login.microsoftonline.com about the authority, as ASO's does, and got it.
 	logs := e.logs.String()
+	if !strings.Contains(logs, `"path":"/common/discovery/instance","status":200`) {
+		t.Error("no instance discovery was answered; the test would not show what unmodified clients need")
+	}
+	// Every name the client used got its leaf.
 	for _, host := range []string{"login.microsoftonline.com", "management.azure.com", "kvproxy1.vault.azure.net"} {
 		if !strings.Contains(logs, `"msg":"Proxy issued a certificate","service":"proxy","host":"`+host+`"`) {
 			t.Errorf("no certificate issued for %s", host)

@@ -278,6 +278,14 @@ func TestPublicNamesAnswers(t *testing.T) {
 	if claims := verify(t, e.c, cloudtest.Token(t, certCred, armScope)); claims.Issuer != login+"/"+s.TenantID+"/v2.0" || claims.ObjectID != s.ObjectID {
 		t.Errorf("certificate credential through the proxy: iss %s oid %s", claims.Issuer, claims.ObjectID)
 	}
+	// A vault name no vault has is refused at the proxy, like any other host.
+	if res, err := pub.Get("https://nosuchvault.vault.azure.net/secrets?api-version=7.4"); err == nil {
+		_ = res.Body.Close()
+		t.Errorf("a vault that does not exist was reached: %d", res.StatusCode)
+	}
+	if !strings.Contains(e.logs.String(), `"msg":"Proxy refused CONNECT","service":"proxy","host":"nosuchvault.vault.azure.net"`) {
+		t.Error("no log line for the refused vault name")
+	}
 	// ARM's challenge names the public authority under the public name.
 	res, err := pub.Get("https://management.azure.com/subscriptions/" + s.SubscriptionID + "/resourcegroups?api-version=2021-04-01")
 	if err != nil {

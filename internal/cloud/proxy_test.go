@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
@@ -127,8 +130,12 @@ func TestGoSDKDefaultsThroughProxy(t *testing.T) {
 	if p, err := e.c.Entra().Directory.Principal(t.Context(), s.TenantID, got["identityClientId"]); err != nil || p.DisplayName != "app" {
 		t.Errorf("identity in the cloud: %+v %v", p, err)
 	}
-	// Every name the client used got its leaf; none other did.
+	// MSAL asked login.microsoftonline.com about the authority, as ASO's does, and got it.
 	logs := e.logs.String()
+	if !strings.Contains(logs, `"path":"/common/discovery/instance","status":200`) {
+		t.Error("no instance discovery was answered; the test would not show what unmodified clients need")
+	}
+	// Every name the client used got its leaf.
 	for _, host := range []string{"login.microsoftonline.com", "management.azure.com", "kvproxy1.vault.azure.net"} {
 		if !strings.Contains(logs, `"msg":"Proxy issued a certificate","service":"proxy","host":"`+host+`"`) {
 			t.Errorf("no certificate issued for %s", host)
@@ -252,6 +259,32 @@ func TestPublicNamesAnswers(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+	// The SDK's certificate credential, public cloud and instance discovery on, through the
+	// proxy: its assertion names the public token endpoint, and that is the audience accepted.
+	pemBytes, err := os.ReadFile(s.ClientCertificatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, key, err := azidentity.ParseCertificates(pemBytes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certCred, err := azidentity.NewClientCertificateCredential(s.TenantID, s.ClientID, certs, key,
+		&azidentity.ClientCertificateCredentialOptions{ClientOptions: azcore.ClientOptions{Transport: pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claims := verify(t, e.c, cloudtest.Token(t, certCred, armScope)); claims.Issuer != login+"/"+s.TenantID+"/v2.0" || claims.ObjectID != s.ObjectID {
+		t.Errorf("certificate credential through the proxy: iss %s oid %s", claims.Issuer, claims.ObjectID)
+	}
+	// A vault name no vault has is refused at the proxy, like any other host.
+	if res, err := pub.Get("https://nosuchvault.vault.azure.net/secrets?api-version=7.4"); err == nil {
+		_ = res.Body.Close()
+		t.Errorf("a vault that does not exist was reached: %d", res.StatusCode)
+	}
+	if !strings.Contains(e.logs.String(), `"msg":"Proxy refused CONNECT","service":"proxy","host":"nosuchvault.vault.azure.net"`) {
+		t.Error("no log line for the refused vault name")
 	}
 	// ARM's challenge names the public authority under the public name.
 	res, err := pub.Get("https://management.azure.com/subscriptions/" + s.SubscriptionID + "/resourcegroups?api-version=2021-04-01")

@@ -231,7 +231,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		return nil, fmt.Errorf("write env file: %w", err)
 	}
 	ok = true
-	opts.Logger.Info("Cloud ready", "url", base, "dataDir", dir, "tenantId", boot.TenantID)
+	opts.Logger.Info("Cloud ready", "url", base, "proxy", c.settings.ProxyURL, "dataDir", dir, "tenantId", boot.TenantID)
 	return c, nil
 }
 

@@ -221,8 +221,9 @@ func (s *Service) openIDConfiguration(r *http.Request) (httpx.Response, error) {
 	}
 	authority := s.authority(r)
 	b := authority + "/" + seg
-	instance, graph, msgraph := strings.TrimPrefix(authority, "https://"), strings.TrimPrefix(authority, "https://"), strings.TrimPrefix(authority, "https://")
-	if authority != s.base {
+	host := strings.TrimPrefix(authority, "https://")
+	instance, graph, msgraph := host, host, host
+	if authority != s.base { // Azure's public values
 		instance, graph, msgraph = "microsoftonline.com", "graph.windows.net", "graph.microsoft.com"
 	}
 	return httpx.Response{Body: map[string]any{

@@ -49,7 +49,7 @@ func (s *Service) token(r *http.Request) (httpx.Response, error) {
 	if ferr != nil {
 		return httpx.Response{}, ferr
 	}
-	res, err := s.issue(r.Context(), tid, s.issuerFor(r, tid), req)
+	res, err := s.issue(r.Context(), tid, s.authority(r), req)
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -57,7 +57,9 @@ func (s *Service) token(r *http.Request) (httpx.Response, error) {
 }
 
 // issue validates a parsed token request and signs the access token.
-func (s *Service) issue(ctx context.Context, tid, iss string, req tokenRequest) (tokenResponse, error) {
+// authority is the origin the request reached Entra ID under (the cloud's own, or a public
+// name): it decides the tokens' issuer and the audience a certificate assertion must name.
+func (s *Service) issue(ctx context.Context, tid, authority string, req tokenRequest) (tokenResponse, error) {
 	switch {
 	case req.GrantType == "":
 		return tokenResponse{}, errMissingParam("grant_type")
@@ -91,12 +93,16 @@ func (s *Service) issue(ctx context.Context, tid, iss string, req tokenRequest) 
 		if req.AssertionType != assertionTypeJWTBearer {
 			return tokenResponse{}, errBadRequest("The 'client_assertion_type' must be '%s'.", assertionTypeJWTBearer)
 		}
-		if err := s.checkAssertion(ctx, p, req.Assertion); err != nil {
+		if err := s.checkAssertion(ctx, p, authority, req.Assertion); err != nil {
 			return tokenResponse{}, err
 		}
 		acr = "2"
 	default:
 		return tokenResponse{}, errNoCredential()
+	}
+	iss := s.Issuer(p.TenantID)
+	if authority != s.base {
+		iss = azurenames.Issuer(p.TenantID)
 	}
 	raw, _, err := s.sign(ctx, p, iss, resource, acr)
 	if err != nil {
@@ -123,18 +129,18 @@ func (s *Service) checkSecret(p Principal, secret string) error {
 
 // checkAssertion tells a certificate assertion (issued by the client itself: iss = client_id)
 // from a federated one (issued by an external OIDC issuer) and verifies it.
-func (s *Service) checkAssertion(ctx context.Context, p Principal, raw string) error {
+func (s *Service) checkAssertion(ctx context.Context, p Principal, authority, raw string) error {
 	a, err := parseAssertion(raw)
 	if err != nil {
 		return errMalformedAssertion()
 	}
 	if strings.EqualFold(a.Issuer, p.ClientID) {
-		return s.checkCertificateAssertion(p, a)
+		return s.checkCertificateAssertion(p, authority, a)
 	}
 	return s.checkFederatedAssertion(ctx, p, a)
 }
 
-func (s *Service) checkCertificateAssertion(p Principal, a *assertion) error {
+func (s *Service) checkCertificateAssertion(p Principal, authority string, a *assertion) error {
 	cert, ok := findCertificate(p, a)
 	if !ok {
 		return errAssertionInvalid("The certificate with identifier used to sign the client assertion is not registered on application '%s'.", p.ClientID)
@@ -150,7 +156,7 @@ func (s *Service) checkCertificateAssertion(p Principal, a *assertion) error {
 	if !strings.EqualFold(claims.Subject, p.ClientID) {
 		return errAssertionInvalid("The assertion's 'sub' must be the client id.")
 	}
-	if !s.isTokenEndpointAudience(p.TenantID, claims.Audience) {
+	if !s.isTokenEndpointAudience(authority, p.TenantID, claims.Audience) {
 		return errAssertionInvalid("The assertion's 'aud' must be the token endpoint.")
 	}
 	return nil
@@ -183,11 +189,15 @@ func findCertificate(p Principal, a *assertion) (Certificate, bool) {
 }
 
 // isTokenEndpointAudience accepts the v2 and v1 token endpoints and the issuer, as Entra does,
-// under the cloud's own origin and under Entra's public names.
-func (s *Service) isTokenEndpointAudience(tid string, aud jwt.ClaimStrings) bool {
-	wants := []string{s.TokenEndpoint(tid), s.base + "/" + tid + "/oauth2/token", s.Issuer(tid), azurenames.Issuer(tid)}
-	for _, h := range azurenames.EntraHosts() {
-		wants = append(wants, "https://"+h+"/"+tid+"/oauth2/v2.0/token", "https://"+h+"/"+tid+"/oauth2/token")
+// of the authority the request reached: the cloud's own origin, or Entra's public names (any
+// alias, as they are one service).
+func (s *Service) isTokenEndpointAudience(authority, tid string, aud jwt.ClaimStrings) bool {
+	wants := []string{s.TokenEndpoint(tid), s.base + "/" + tid + "/oauth2/token", s.Issuer(tid)}
+	if authority != s.base {
+		wants = []string{azurenames.Issuer(tid)}
+		for _, h := range azurenames.EntraHosts() {
+			wants = append(wants, "https://"+h+"/"+tid+"/oauth2/v2.0/token", "https://"+h+"/"+tid+"/oauth2/token")
+		}
 	}
 	for _, a := range aud {
 		for _, want := range wants {

@@ -246,3 +246,29 @@ func TestCertificatesOnlyForListedNames(t *testing.T) {
 		t.Error("handshake for evil.example through a management.azure.com tunnel succeeded")
 	}
 }
+
+// TestMisdirectedRequest: a request inside a tunnel for another name than the tunnel's is 421,
+// so a client opens a tunnel (and gets a certificate) of that name's own.
+func TestMisdirectedRequest(t *testing.T) {
+	e := start(t)
+	conn, err := net.Dial("tcp", e.p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "CONNECT management.azure.com:443 HTTP/1.1\r\nHost: management.azure.com:443\r\n\r\n")
+	res, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: http.MethodConnect})
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", res, err)
+	}
+	tc := tls.Client(conn, &tls.Config{ServerName: "management.azure.com", RootCAs: e.pool, MinVersion: tls.VersionTLS12})
+	fmt.Fprint(tc, "GET /x HTTP/1.1\r\nHost: login.microsoftonline.com\r\n\r\n")
+	res, err = http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("request for login.microsoftonline.com in a management.azure.com tunnel: %d, want 421", res.StatusCode)
+	}
+}

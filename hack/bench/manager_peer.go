@@ -225,8 +225,12 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager) (_ peerResult,
 	}
 	res.ready, err = waitReady(ctx, me.dyn, ns, len(objs), *mgrCap, proc)
 	res.readyIn = time.Since(start)
-	if err != nil {
-		return res, fmt.Errorf("wait for Ready (%d of %d; log %s): %w", res.ready, len(objs), proc.logPath, err)
+	switch {
+	case errors.Is(err, errCapReached):
+		// Recorded, not fatal: the row says how many were Ready within the cap.
+		fmt.Fprintf(os.Stderr, "  %s: %d of %d Ready within %s\n", p.name, res.ready, len(objs), *mgrCap)
+	case err != nil:
+		return res, fmt.Errorf("wait for Ready (%d of %d): %w", res.ready, len(objs), err)
 	}
 
 	// Steady state: everything Ready; count what each manager asks of the cloud over whole sync
@@ -340,6 +344,9 @@ func createAll(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.
 	}
 }
 
+// errCapReached says the wait for Ready ended at the cap.
+var errCapReached = errors.New("cap reached")
+
 // waitReady polls until count objects in ns have Ready=True, the cap passes or the manager
 // exits; it returns how many were Ready.
 func waitReady(ctx context.Context, dyn dynamic.Interface, ns string, count int, limit time.Duration, proc *managerProcess) (int, error) {
@@ -366,7 +373,7 @@ func waitReady(ctx context.Context, dyn dynamic.Interface, ns string, count int,
 			fmt.Fprintf(os.Stderr, "    %d/%d Ready\n", ready, count)
 		}
 		if time.Now().After(deadline) {
-			return ready, fmt.Errorf("cap of %s reached (no progress for %s)", limit, time.Since(lastChange).Round(time.Second))
+			return ready, fmt.Errorf("%w: %s (no progress for %s)", errCapReached, limit, time.Since(lastChange).Round(time.Second))
 		}
 		select {
 		case <-ctx.Done():

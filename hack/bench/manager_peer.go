@@ -143,7 +143,9 @@ func managerRows(res map[string]peerResult) []row {
 		switch {
 		case both:
 			r.result = fmt.Sprintf("Cerulean %s; ASO %s", format(c), format(a))
-			r.vsBaseline = ratio(c, a) + " of ASO"
+			if rt := ratio(c, a); rt != "" {
+				r.vsBaseline = rt + " of ASO"
+			}
 		case hasC:
 			r.result = "Cerulean " + format(c)
 		case hasA:

@@ -32,12 +32,13 @@ func init() {
 	register(section{title: "Manager beside Azure Service Operator v2", run: benchManagers})
 }
 
-// The section's knobs. The defaults are the issue's: 1,000 pairs, a ten-minute cap on the wait
-// for Ready, a short sync period observed over three periods of steady state.
+// The section's knobs. The issue asks for 1,000 pairs or what a ten-minute cap allows: on the
+// 2-core machine of docs/benchmarks.md that is 300 for Cerulean's manager (about 1.4 objects a
+// second), so 300 is the default; a short sync period is observed over three periods.
 var (
-	mgrPairs   = flag.Int("manager-pairs", 1000, "manager section: UserAssignedIdentity + FederatedIdentityCredential pairs")
+	mgrPairs   = flag.Int("manager-pairs", 300, "manager section: UserAssignedIdentity + FederatedIdentityCredential pairs")
 	mgrCap     = flag.Duration("manager-ready-cap", 10*time.Minute, "manager section: longest wait for every object to be Ready, per manager")
-	mgrSync    = flag.Duration("manager-sync-period", time.Minute, "manager section: the sync period both managers get")
+	mgrSync    = flag.Duration("manager-sync-period", 90*time.Second, "manager section: the sync period both managers get")
 	mgrPeriods = flag.Int("manager-periods", 3, "manager section: sync periods of steady state counted in the cloud's request log")
 	mgrVerbose = flag.Bool("manager-verbose", false, "manager section: managers log at debug level (slower; for diagnosis)")
 	mgrOnly    = flag.String("manager-only", "", "manager section: run only this manager (cerulean or aso), without ratios")

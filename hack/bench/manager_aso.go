@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -46,6 +47,7 @@ type asoState struct {
 	me          *managerEnv
 	dir         string // the webhook certificate and the log
 	webhookPort int
+	caPEM       []byte // the webhook server's CA
 	installed   []*unstructured.Unstructured
 }
 
@@ -76,6 +78,7 @@ func (s *asoState) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.caPEM = caPEM
 	if s.webhookPort, err = freePort(); err != nil {
 		return err
 	}
@@ -200,7 +203,7 @@ func (s *asoState) start(ctx context.Context, ns string) (*managerProcess, error
 		return nil, err
 	}
 	// readyz is a ping: wait for the webhook server too, which conversions and admission need.
-	if err := waitListening(ctx, p, s.webhookPort); err != nil {
+	if err := waitServingTLS(ctx, p, s.webhookPort, s.caPEM); err != nil {
 		p.stop()
 		return nil, err
 	}
@@ -360,23 +363,28 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitListening waits until something accepts on the loopback port, the process exits or a
-// minute passes.
-func waitListening(ctx context.Context, p *managerProcess, port int) error {
+// waitServingTLS waits until the loopback port completes a TLS handshake with a certificate
+// caPEM signed, the process exits or a minute passes.
+func waitServingTLS(ctx context.Context, p *managerProcess, port int, caPEM []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return errors.New("read webhook CA: no PEM certificate")
+	}
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+		conn, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			return conn.Close()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listens on port %d after a minute (log %s)", port, p.logPath)
+			return fmt.Errorf("no TLS on port %d after a minute (log %s): %w", port, p.logPath, err)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-p.exited:
-			return fmt.Errorf("exited before listening on %d (log %s)", port, p.logPath)
+			return fmt.Errorf("exited before serving on %d (log %s)", port, p.logPath)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -30,7 +30,7 @@ func TestForbiddenHealsWhenARoleIsGranted(t *testing.T) {
 	}
 	cfg := azureConfig(az)
 	cfg.ClientID, cfg.ClientSecret = p.ClientID, secret
-	startManagerAs(t, az, cfg, 2*time.Second, ns)
+	startManagerAs(t, cfg, 2*time.Second, ns)
 
 	rg := resourceGroup("forbidden-rg", nil)
 	create(t, c, ns, rg)

@@ -125,11 +125,11 @@ func azureConfig(c *cloud.Cloud) azure.Config {
 // startManager runs the manager in-process until the returned stop is called (or the test ends).
 func startManager(t *testing.T, c *cloud.Cloud, syncPeriod time.Duration, namespaces ...string) (stop func()) {
 	t.Helper()
-	return startManagerAs(t, c, azureConfig(c), syncPeriod, namespaces...)
+	return startManagerAs(t, azureConfig(c), syncPeriod, namespaces...)
 }
 
 // startManagerAs runs the manager with cfg as its global credential.
-func startManagerAs(t *testing.T, c *cloud.Cloud, cfg azure.Config, syncPeriod time.Duration, namespaces ...string) (stop func()) {
+func startManagerAs(t *testing.T, cfg azure.Config, syncPeriod time.Duration, namespaces ...string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,6 +109,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	ctrl.SetLogger(opts.Logger)
+	klog.SetLogger(opts.Logger) // client-go's leader election and informers log through klog
 	cacheOpts := cache.Options{}
 	if len(opts.TargetNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}

@@ -290,3 +290,5 @@ func obj(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstr
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}, "spec": spec}}
 	return u
 }
+
+func devenvIssuer(t *testing.T) string { return devenvtest.ControlPlane(t).IssuerURL }

@@ -46,7 +46,12 @@ func TestLeaderElection(t *testing.T) {
 		return holder != "", "no holder"
 	})
 	stopB, doneB := run() // started once A leads: B waits
-	defer func() { stopB(); <-doneB }()
+	defer func() {
+		stopB()
+		if err := <-doneB; err != nil {
+			t.Error(err)
+		}
+	}()
 	first := resourceGroup("leader-rg", nil)
 	create(t, c, ns, first)
 	waitReady(t, c, first, time.Minute)

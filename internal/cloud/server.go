@@ -207,7 +207,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
 	c.srv = &http.Server{
-		Handler:           c.inflight.Wrap(c.observe(serviceOf, "", c.withARM(mux))),
+		Handler:           c.inflight.Wrap(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux)))),
 		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // keep-alive connections of gone clients do not pile up

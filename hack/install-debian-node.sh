@@ -7,7 +7,8 @@
 # Debian builds node against its shared libnode and loads some builtins (acorn, undici,
 # cjs-module-lexer) from /usr/share/nodejs, so DIR/node is a wrapper that runs the unpacked
 # binary in a private mount namespace with DIR's /usr/share overlaid on the machine's.
-# Does nothing when the machine's node already is Debian's, or when DIR/node already runs.
+# When the machine's node already is Debian's, DIR/node is a link to it; nothing is done when
+# DIR/node already runs.
 set -euo pipefail
 
 root_dir="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,10 +29,13 @@ if [ -z "$version" ]; then
 fi
 [ -n "$version" ] || { echo "no nodejs package in Debian's package lists" >&2; exit 1; }
 
-if [ "$(dpkg-query -W -f='${Version}' nodejs 2>/dev/null || true)" = "$version" ]; then
-	exit 0 # the machine's node is Debian's
-fi
 if [ -x "$dir/node" ] && "$dir/node" --version >/dev/null 2>&1; then
+	exit 0
+fi
+if [ "$(dpkg-query -W -f='${Version}' nodejs 2>/dev/null || true)" = "$version" ]; then
+	# The machine's node is Debian's: point at it.
+	mkdir -p "$dir"
+	ln -sfn "$(command -v node)" "$dir/node"
 	exit 0
 fi
 

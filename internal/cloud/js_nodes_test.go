@@ -29,12 +29,12 @@ func debianNode() string {
 }
 
 // nodeVersions are the Node.js runtimes the scenario runs on: the machine's node (v20 from the
-// machine image here) and Debian's (v18 in Debian 12), unless they are the same. Without
+// machine image here) and Debian's (v18 in Debian 12), once when they are the same. Without
 // Debian's unpacked copy that subtest skips, naming the script that provides it.
 func nodeVersions(t *testing.T) []nodeRuntime {
 	t.Helper()
 	v := nodeVersion(t, "node")
-	out := []nodeRuntime{{name: "node-" + v, path: "node"}}
+	out := []nodeRuntime{{name: "node-" + v, path: "node", flags: webCryptoFlag(v)}}
 	if p, err := filepath.Abs(debianNode()); err == nil {
 		if _, err := os.Stat(p); err == nil {
 			if dv := nodeVersion(t, p); dv != v {

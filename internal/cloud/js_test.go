@@ -116,7 +116,7 @@ func testJSCredentials(t *testing.T, work string) {
 		t.Fatal(err)
 	}
 	var toks map[string]string
-	runNode(t, nodeRuntime{path: "node"}, work, "token.mjs", e.c, []string{"WORKLOAD_CLIENT_ID=" + mi.ClientID, "AZURE_FEDERATED_TOKEN_FILE=" + tokenFile}, &toks)
+	runNode(t, nodeRuntime{path: "node", flags: webCryptoFlag(nodeVersion(t, "node"))}, work, "token.mjs", e.c, []string{"WORKLOAD_CLIENT_ID=" + mi.ClientID, "AZURE_FEDERATED_TOKEN_FILE=" + tokenFile}, &toks)
 	for name, want := range map[string]struct{ aud, oid string }{
 		"secret":      {"https://management.azure.com", s.ObjectID},
 		"certificate": {"https://vault.azure.net", s.ObjectID},

@@ -36,8 +36,8 @@ up: build control-plane ## Run the whole system on this machine (state in DATA_D
 	$(BIN)/cerulean up --data-dir $(DATA_DIR)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (the Azure CLI, from Debian's packages; first run only)
-	hack/install-azure-cli.sh
+test-deps: ## Install what the tests run besides Go (the Azure CLI, curl; from Debian's packages; first run only)
+	hack/install-test-deps.sh
 
 .PHONY: test
 test: build tools test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint

@@ -43,7 +43,7 @@ func TestCompleteBodyDrains(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/", nil)
 			r.ProtoMajor, r.Body, r.ContentLength = tc.major, body, tc.declared
 			handlerRead := 0
-			h := CompleteBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := CompleteBody(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				handlerRead = body.read // nothing yet: the handler answers unread
 				w.WriteHeader(http.StatusUnauthorized)
 			}))

@@ -34,10 +34,7 @@ func startProxied(t *testing.T) *env {
 func proxyEnv(t *testing.T, c *cloud.Cloud) []string {
 	t.Helper()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	for _, l := range c.ProxyEnv() {
-		env = append(env, l) // plain values: none needs shell quoting here
-	}
-	return env
+	return append(env, c.ProxyEnv()...) // plain values: none needs shell quoting here
 }
 
 // TestProxyEnv: the proxy's exports name the proxy, loopback as NO_PROXY, the CA for each

@@ -144,7 +144,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 			return
 		}
 		if c != nil {
-			c.closeProxy()
+			_ = c.closeProxy()
 			if c.srv != nil {
 				_ = c.srv.Close()
 			}

@@ -72,7 +72,7 @@ func setup(t *testing.T) *env {
 			ResourceManagerAudience: s.ResourceManagerAudience, CAFile: s.CAFile},
 		Global: &credentials.Source{SubscriptionID: s.SubscriptionID, TenantID: s.TenantID, ClientID: s.ClientID, ClientSecret: s.ClientSecret},
 		// As `cerulean up` does: the manager's token from the TokenRequest API, as a kubelet projects it.
-		TokenSource: func(ctx context.Context) (string, error) { return e.saToken(ctx) },
+		TokenSource: credentials.ServiceAccountTokenSource(e.cs.CoreV1(), e.systemNS, managerSA, time.Now),
 	}
 	e.r = credentials.NewResolver(e.kube, e.settings)
 	return e
@@ -464,4 +464,29 @@ func with(m map[string]string, kv ...string) map[string]string {
 		m[kv[i]] = kv[i+1]
 	}
 	return m
+}
+
+// The token source asks the TokenRequest API once per 80% of the token's lifetime, as a kubelet
+// rotates a projected token.
+func TestServiceAccountTokenSource(t *testing.T) {
+	e := setup(t)
+	clock := cloudtest.NewClock()
+	src := credentials.ServiceAccountTokenSource(e.cs.CoreV1(), e.systemNS, managerSA, clock.Now)
+	first, err := src(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(47 * time.Minute)
+	if again, _ := src(t.Context()); again != first {
+		t.Error("token replaced before 80% of its hour")
+	}
+	clock.Advance(2 * time.Minute)
+	rotated, err := src(t.Context())
+	if err != nil || rotated == first {
+		t.Errorf("token not rotated after 49 minutes: %v", err)
+	}
+	if _, err := credentials.ServiceAccountTokenSource(e.cs.CoreV1(), e.systemNS, "nobody", clock.Now)(t.Context()); err == nil ||
+		!strings.Contains(err.Error(), "service account "+e.systemNS+"/nobody") {
+		t.Errorf("token of a missing service account: %v", err)
+	}
 }

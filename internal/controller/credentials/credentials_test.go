@@ -490,3 +490,28 @@ func TestServiceAccountTokenSource(t *testing.T) {
 		t.Errorf("token of a missing service account: %v", err)
 	}
 }
+
+func TestSourceFromEnv(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	if s, err := credentials.SourceFromEnv(env(nil)); s != nil || err != nil {
+		t.Errorf("no AZURE_CLIENT_ID: %v, %v; want no global credential", s, err)
+	}
+	file := filepath.Join(t.TempDir(), "client.pem")
+	if err := os.WriteFile(file, []byte("PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{"AZURE_SUBSCRIPTION_ID": "s", "AZURE_TENANT_ID": "t", "AZURE_CLIENT_ID": "c"}
+	s, err := credentials.SourceFromEnv(env(with(base, "AZURE_CLIENT_CERTIFICATE_PATH", file)))
+	if err != nil || string(s.ClientCertificate) != "PEM" || s.Kind() != credentials.KindCertificate {
+		t.Errorf("certificate path: %+v, %v", s, err)
+	}
+	_, err = credentials.SourceFromEnv(env(map[string]string{"AZURE_CLIENT_ID": "c", "AZURE_CLIENT_SECRET": "hunter2"}))
+	if !errors.Is(err, credentials.ErrInvalidCredential) || !strings.Contains(err.Error(), "global credential: ") ||
+		!strings.Contains(err.Error(), "AZURE_SUBSCRIPTION_ID, AZURE_TENANT_ID") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("incomplete global credential: %v", err)
+	}
+	_, err = credentials.SourceFromEnv(env(with(map[string]string{"AZURE_CLIENT_ID": "c"}, "AZURE_CLIENT_CERTIFICATE_PATH", file+".missing")))
+	if err == nil || !strings.Contains(err.Error(), "AZURE_CLIENT_CERTIFICATE_PATH") {
+		t.Errorf("missing certificate file: %v", err)
+	}
+}

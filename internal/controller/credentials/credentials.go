@@ -33,16 +33,16 @@ const (
 	// AnnotationCredentialFrom names, on a resource, the secret in its namespace holding its credential.
 	AnnotationCredentialFrom = "serviceoperator.azure.com/credential-from"
 	// NamespaceSecretName is the secret that holds a namespace's credential.
-	NamespaceSecretName = "aso-credential"
+	NamespaceSecretName = "aso-credential" //nolint:gosec // a secret's name, not a credential
 	// SourceGlobal is Credential.Source for the manager's own credential.
 	SourceGlobal = "global"
 )
 
 var (
-	// ErrSecretNotFound: the credential secret a resource needs does not exist (ASO's reason
+	// ErrSecretNotFound is returned when the credential secret a resource needs does not exist (ASO's reason
 	// SecretNotFound; retried, since the secret may be created later).
 	ErrSecretNotFound = errors.New("credential secret not found")
-	// ErrInvalidCredential: the credential's secret or settings are unusable: missing keys, more
+	// ErrInvalidCredential is returned when the credential's secret or settings are unusable: missing keys, more
 	// than one way to authenticate, an unparsable certificate (ASO's
 	// ReconciliationFailedPermanently until the secret changes).
 	ErrInvalidCredential = errors.New("invalid credential")

@@ -14,9 +14,9 @@ const (
 	KeySubscriptionID            = "AZURE_SUBSCRIPTION_ID"
 	KeyTenantID                  = "AZURE_TENANT_ID"
 	KeyClientID                  = "AZURE_CLIENT_ID"
-	KeyClientSecret              = "AZURE_CLIENT_SECRET"
+	KeyClientSecret              = "AZURE_CLIENT_SECRET" //nolint:gosec // a key's name
 	KeyClientCertificate         = "AZURE_CLIENT_CERTIFICATE"
-	KeyClientCertificatePassword = "AZURE_CLIENT_CERTIFICATE_PASSWORD"
+	KeyClientCertificatePassword = "AZURE_CLIENT_CERTIFICATE_PASSWORD" //nolint:gosec // a key's name
 	KeyUseWorkloadIdentity       = "USE_WORKLOAD_IDENTITY_AUTH"
 	// KeyFederatedTokenFile is read from the manager's environment only (a projected token).
 	KeyFederatedTokenFile = "AZURE_FEDERATED_TOKEN_FILE"

@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// AnnotationKeyOwners, on an exported ConfigMap or Secret, records which resource (by UID) wrote
+// AnnotationKeyOwners is the annotation that, on an exported ConfigMap or Secret, records which resource (by UID) wrote
 // each key: a JSON object from key to UID. A key it does not list is not the writer's to change.
 const AnnotationKeyOwners = "cerulean.dev/exported-keys"
 
-// ErrKeyConflict: a destination key is already held by another resource, or by data the
+// ErrKeyConflict is returned when a destination key is already held by another resource, or by data the
 // exporter did not write. Not retried until something changes.
 var ErrKeyConflict = errors.New("export destination key is owned by another object")
 

@@ -278,6 +278,31 @@ func TestScopesAndKinds(t *testing.T) {
 		t.Errorf("workload identity token issued to %s, want %s", got, wiApp.ClientID)
 	}
 
+	// The global credential from the manager's azure.Config: the bootstrap principal's
+	// certificate file.
+	t.Run("global certificate from azure.Config", func(t *testing.T) {
+		cfg := e.settings.Azure
+		cfg.SubscriptionID, cfg.TenantID, cfg.ClientID, cfg.ClientCertificatePath = s.SubscriptionID, s.TenantID, s.ClientID, s.ClientCertificatePath
+		settings, err := credentials.SettingsFromConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cred, err := credentials.NewResolver(e.kube, settings).For(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.systemNS, Name: "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cred.Source != "global" || cred.Kind != credentials.KindCertificate {
+			t.Errorf("credential = %+v", cred)
+		}
+		if got := e.appID(t, fresh(t, cred)); got != s.ClientID {
+			t.Errorf("token issued to %s, want %s", got, s.ClientID)
+		}
+		cfg.ClientID = ""
+		if settings, err := credentials.SettingsFromConfig(cfg); err != nil || settings.Global != nil {
+			t.Errorf("no client id: %+v, %v; want no global credential", settings.Global, err)
+		}
+	})
+
 	// The global credential as workload identity, reading a projected token file as in a pod.
 	t.Run("global workload identity from a token file", func(t *testing.T) {
 		tok, err := e.saToken(ctx)

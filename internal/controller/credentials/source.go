@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/cerulean/cerulean/internal/azure"
 )
 
 // The keys of a credential secret (and of the manager's environment), as Azure Service Operator
@@ -171,3 +173,27 @@ func parseBool(v string) (bool, error) {
 }
 
 var errNoToken = errors.New("no service-account token for workload identity: set AZURE_FEDERATED_TOKEN_FILE or a token source")
+
+// SettingsFromConfig are the resolver's settings for a manager configured through internal/azure
+// (the cloud and the manager's own service principal in one azure.Config): the cloud from cfg,
+// and the global credential from its client secret or certificate file; no global credential
+// when cfg has no client id.
+func SettingsFromConfig(cfg azure.Config) (Settings, error) {
+	s := Settings{Azure: cfg}
+	if cfg.ClientID == "" {
+		return s, nil
+	}
+	src := Source{SubscriptionID: cfg.SubscriptionID, TenantID: cfg.TenantID, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}
+	if src.ClientSecret == "" && cfg.ClientCertificatePath != "" {
+		pem, err := os.ReadFile(cfg.ClientCertificatePath)
+		if err != nil {
+			return Settings{}, fmt.Errorf("read client certificate: %w", err)
+		}
+		src.ClientCertificate = pem
+	}
+	if err := src.Validate(); err != nil {
+		return Settings{}, fmt.Errorf("global credential: %w", err)
+	}
+	s.Global = &src
+	return s, nil
+}

@@ -29,6 +29,9 @@ const ContentTypeJSON = "application/json"
 type KeyVaultWriter struct {
 	// Azure locates the cloud (its CA and whether it is public); credentials come per call.
 	Azure azure.Config
+	// Options, when set, are the azsecrets client options to use instead of those of Azure
+	// (Azure.SecretsOptions() is what they should be).
+	Options *azsecrets.ClientOptions
 
 	once    sync.Once
 	opts    *azsecrets.ClientOptions
@@ -47,7 +50,13 @@ func (w *KeyVaultWriter) Write(ctx context.Context, cred azcore.TokenCredential,
 		return fmt.Errorf("write Key Vault secret: name %q is not 1-127 letters, digits and dashes", secretName)
 	}
 	// Built once: every client shares the transport and its connections.
-	w.once.Do(func() { w.opts, w.optsErr = w.Azure.SecretsOptions() })
+	w.once.Do(func() {
+		if w.Options != nil {
+			w.opts = w.Options
+			return
+		}
+		w.opts, w.optsErr = w.Azure.SecretsOptions()
+	})
 	if w.optsErr != nil {
 		return fmt.Errorf("build Key Vault client options: %w", w.optsErr)
 	}

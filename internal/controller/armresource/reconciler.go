@@ -179,6 +179,9 @@ func (e *progressError) Error() string { return e.msg }
 func (p *pass) phases(ctx context.Context) error {
 	policy := p.obj.GetAnnotations()[AnnotationReconcilePolicy]
 	cred, err := p.r.opts.Credentials.For(ctx, p.obj)
+	if errors.Is(err, credentials.ErrInvalidCredential) {
+		return fmt.Errorf("%w: %w", errInvalidSpec, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", errCredential, err)
 	}

@@ -390,6 +390,9 @@ func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured,
 		st := deepCopy(status).(map[string]any)
 		self["status"] = st
 		v, err := exports.Evaluate(self, exprs)
+		if errors.Is(err, exports.ErrExpression) {
+			return fmt.Errorf("%w: %w", errInvalidSpec, err) // fixed only by a spec change
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %w", errExport, err)
 		}

@@ -3,6 +3,7 @@ package cloud_test
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -34,10 +35,7 @@ func startProxied(t *testing.T) *env {
 func proxyEnv(t *testing.T, c *cloud.Cloud) []string {
 	t.Helper()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	for _, l := range c.ProxyEnv() {
-		env = append(env, l) // plain values: none needs shell quoting here
-	}
-	return env
+	return append(env, c.ProxyEnv()...) // plain values: none needs shell quoting here
 }
 
 // TestProxyEnv: the proxy's exports name the proxy, loopback as NO_PROXY, the CA for each
@@ -302,4 +300,31 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// TestProxyPortTaken: a proxy address another process holds fails the start with an error
+// naming it, and leaves nothing behind: the cloud's own port is free again and the same data
+// directory starts at once with another proxy port.
+func TestProxyPortTaken(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloudAddr := free.Addr().String()
+	_ = free.Close()
+	dir := t.TempDir()
+	_, err = cloud.Start(t.Context(), cloud.Options{Addr: cloudAddr, DataDir: dir, ProxyAddr: held.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), held.Addr().String()) {
+		t.Fatalf("start with the proxy port taken: %v, want an error naming %s", err, held.Addr())
+	}
+	c, err := cloud.Start(t.Context(), cloud.Options{Addr: cloudAddr, DataDir: dir, ProxyAddr: "0"})
+	if err != nil {
+		t.Fatalf("start again: %v", err)
+	}
+	_ = c.Close()
 }

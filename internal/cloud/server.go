@@ -77,9 +77,8 @@ const ResourceManagerAudience = "https://management.core.windows.net/"
 
 // Files in the data directory.
 const (
-	stateFile      = "state.db"
-	EnvFile        = "env" // `export NAME=VALUE` lines, written atomically once the cloud is ready
-	clientCertFile = "bootstrap-client.pem"
+	stateFile = "state.db"
+	EnvFile   = "env" // `export NAME=VALUE` lines, written atomically once the cloud is ready
 )
 
 // Cloud is a running local cloud.
@@ -92,6 +91,10 @@ type Cloud struct {
 	msi      *msi.Service
 	keyVault *keyVaultParts
 	srv      *http.Server
+	// handler serves Entra ID, ARM, the managed-identity endpoints and the admin API: what the
+	// main listener serves, and what any other front for those services (a forward proxy) must
+	// serve too, so that it keeps httpx.CompleteBody and the request log.
+	handler  http.Handler
 	proxy    *proxy.Proxy
 	inflight httpx.InFlight
 	served   chan error
@@ -144,7 +147,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 			return
 		}
 		if c != nil {
-			c.closeProxy()
+			_ = c.closeProxy()
 			if c.srv != nil {
 				_ = c.srv.Close()
 			}
@@ -176,7 +179,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	}
 	base := "https://" + publicHostPort(opts.Addr, ln.Addr())
 
-	boot, err := ensureBootstrap(ctx, st, entra.NewDirectory(st, opts.Clock), opts.Clock)
+	boot, err := ensureBootstrap(ctx, st, entra.NewDirectory(st, opts.Clock), dir, opts.Clock, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -187,14 +190,10 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	certPath := filepath.Join(dir, clientCertFile)
-	if err := fsutil.WriteFileAtomic(certPath, boot.ClientCertPEM, 0o600); err != nil {
-		return nil, fmt.Errorf("write bootstrap client certificate: %w", err)
-	}
 	c.settings = Settings{
 		URL: base, TenantID: boot.TenantID, SubscriptionID: boot.SubscriptionID,
 		ClientID: boot.ClientID, ObjectID: boot.ObjectID, ClientSecret: boot.ClientSecret,
-		ClientCertificatePath: certPath, AuthorityHost: base + "/",
+		ClientCertificatePath: boot.ClientCertPath, AuthorityHost: base + "/",
 		ResourceManagerEndpoint: base, ResourceManagerAudience: ResourceManagerAudience,
 		CAFile: certs.CAFile, DataDir: dir,
 	}
@@ -214,8 +213,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		Faults: c.faults, Requests: c.requests,
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
+	c.handler = httpx.CompleteBody(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux))))
 	c.srv = &http.Server{
-		Handler:           c.inflight.Wrap(c.observe(serviceOf, "", c.withARM(mux))),
+		Handler:           c.inflight.Wrap(c.handler),
 		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // keep-alive connections of gone clients do not pile up

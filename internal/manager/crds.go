@@ -48,7 +48,7 @@ func InstallCRDs(ctx context.Context, rc *rest.Config) error {
 			if len(u.Object) == 0 {
 				continue
 			}
-			if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("cerulean"), client.ForceOwnership); err != nil {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("cerulean"), client.ForceOwnership); err != nil {
 				return fmt.Errorf("apply CRD %s: %w", u.GetName(), err)
 			}
 			names = append(names, u.GetName())

@@ -25,8 +25,8 @@ import (
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
-	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/controller/armresource"
+	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/manager"
 )
 
@@ -125,12 +125,18 @@ func azureConfig(c *cloud.Cloud) azure.Config {
 // startManager runs the manager in-process until the returned stop is called (or the test ends).
 func startManager(t *testing.T, c *cloud.Cloud, syncPeriod time.Duration, namespaces ...string) (stop func()) {
 	t.Helper()
+	return startManagerAs(t, azureConfig(c), syncPeriod, namespaces...)
+}
+
+// startManagerAs runs the manager with cfg as its global credential.
+func startManagerAs(t *testing.T, cfg azure.Config, syncPeriod time.Duration, namespaces ...string) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	logs := &cloudtest.SyncBuffer{}
 	go func() {
 		done <- manager.Run(ctx, manager.Options{
-			REST: devenvtest.ControlPlane(t).RESTConfig, Azure: azureConfig(c),
+			REST: devenvtest.ControlPlane(t).RESTConfig, Azure: cfg,
 			SyncPeriod: syncPeriod, PollInterval: 100 * time.Millisecond, TargetNamespaces: namespaces,
 			MetricsAddr: "0", HealthAddr: "0", SkipNameValidation: true,
 			Logger: logr.FromSlogHandler(cloudtest.DebugLogger(logs).Handler()),
@@ -146,7 +152,7 @@ func startManager(t *testing.T, c *cloud.Cloud, syncPeriod time.Duration, namesp
 			if t.Failed() {
 				t.Logf("manager log:\n%s", tail(logs.String(), 60))
 			}
-			if strings.Contains(logs.String(), c.Settings().ClientSecret) {
+			if strings.Contains(logs.String(), cfg.ClientSecret) {
 				t.Errorf("the manager logged the client secret")
 			}
 		})
@@ -284,3 +290,5 @@ func obj(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstr
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}, "spec": spec}}
 	return u
 }
+
+func devenvIssuer(t *testing.T) string { return devenvtest.ControlPlane(t).IssuerURL }

@@ -81,6 +81,7 @@ func TestDeletionAndReconcilePolicies(t *testing.T) {
 		return st == "False" && sev == "Info" && reason == "WaitingForOwner", st + " " + sev + " " + reason + ": " + msg
 	})
 
+	deleteSince := log.Last()
 	for _, u := range []*unstructured.Unstructured{managed, adopted, skipped, detached, orphan} {
 		if err := c.Delete(t.Context(), u); err != nil {
 			t.Fatal(err)
@@ -89,12 +90,25 @@ func TestDeletionAndReconcilePolicies(t *testing.T) {
 	for _, u := range []*unstructured.Unstructured{managed, adopted, skipped, detached, orphan} {
 		waitGone(t, c, u, time.Minute)
 	}
+	deleteEnd := log.Last() // the checks below request tokens of their own
 	for name, want := range map[string]bool{"managed-rg": false, "adopted-rg": false, "skipped-rg": true, "detached-rg": true} {
 		if got := groupExists(t, az, name); got != want {
 			t.Errorf("after delete, group %s exists = %t, want %t", name, got, want)
 		}
 	}
 	deletes := log.Entries(reqlog.Filter{Service: "arm", Method: "DELETE", Since: since})
+	if len(deletes) != 2 {
+		t.Errorf("%d DELETEs reached ARM, want 2 (managed-rg and adopted-rg)", len(deletes))
+	}
+	tokens := 0
+	for _, e := range log.Entries(reqlog.Filter{Service: "entra", Method: "POST", Since: deleteSince}) {
+		if strings.HasSuffix(e.Path, "/token") && e.Seq <= deleteEnd {
+			tokens++
+		}
+	}
+	if tokens != len(deletes) {
+		t.Errorf("%d token requests for %d DELETEs, want one fresh token per DELETE", tokens, len(deletes))
+	}
 	for _, e := range deletes {
 		if strings.Contains(e.Path, "skipped-rg") || strings.Contains(e.Path, "detached-rg") || strings.Contains(e.Path, "orphan") {
 			t.Errorf("a DELETE went to %s", e.Path)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +61,9 @@ type Options struct {
 	Logger logr.Logger
 	// ExportKeyVault is the manager-wide Key Vault for secret exports (CERULEAN_EXPORT_KEY_VAULT).
 	ExportKeyVault string
+	// TokenSource is the manager's service-account token for workload-identity credentials; nil
+	// means AZURE_FEDERATED_TOKEN_FILE.
+	TokenSource func(context.Context) (string, error)
 	// ARMRetry overrides the ARM clients' retry policy (default: two retries honouring
 	// Retry-After, then the reconciler's own backoff).
 	ARMRetry *policy.RetryOptions
@@ -108,6 +112,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	ctrl.SetLogger(opts.Logger)
+	klog.SetLogger(opts.Logger) // client-go's leader election and informers log through klog
 	cacheOpts := cache.Options{}
 	if len(opts.TargetNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -159,7 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("configure Key Vault clients: %w", err)
 	}
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
-		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval}); err != nil {
+		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource}); err != nil {
 		return err
 	}
 	opts.Logger.Info("Starting manager", "syncPeriod", opts.SyncPeriod.String(), "namespaces", opts.TargetNamespaces, "leaderElection", opts.LeaderElection)
@@ -177,16 +182,25 @@ type SetupOptions struct {
 	ExportKeyVault string
 	SyncPeriod     time.Duration
 	PollInterval   time.Duration
+	// TokenSource is the manager's service-account token for workload-identity credentials
+	// (under `cerulean up`, from the TokenRequest API); nil means AZURE_FEDERATED_TOKEN_FILE.
+	TokenSource func(context.Context) (string, error)
 }
 
 // Setup adds a reconciler of every kind to mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
-	creds := credentials.NewResolver(mgr.GetClient(), credentials.Settings{Global: opts.Azure})
-	writer := &exports.KubeWriter{Client: mgr.GetClient()}
+	settings, err := credentials.SettingsFromConfig(opts.Azure)
+	if err != nil {
+		return fmt.Errorf("configure credentials: %w", err)
+	}
+	settings.TokenSource = opts.TokenSource
+	creds := credentials.NewResolver(mgr.GetClient(), settings)
+	writer := exports.NewKubeWriter(mgr.GetClient())
+	kv := &exports.KeyVaultWriter{Azure: opts.Azure, Options: opts.KeyVault}
 	for _, k := range armresource.Kinds() {
 		r := armresource.New(mgr.GetClient(), armresource.Options{
 			Kind: k, Credentials: creds, ARM: opts.ARM, Exports: writer,
-			KeyVault: &exports.KeyVaultWriter{Options: opts.KeyVault}, ExportKeyVault: opts.ExportKeyVault,
+			KeyVault: kv, ExportKeyVault: opts.ExportKeyVault,
 			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
 			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval,
 		})

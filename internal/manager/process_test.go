@@ -2,10 +2,12 @@ package manager_test
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,9 +35,9 @@ func TestManagerProcess(t *testing.T) {
 	ns := namespace(t, c)
 	bin := cloudtest.BuildCerulean(t)
 	s := az.Settings()
-	health := freeAddr(t)
+	health, metrics := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, "manager", "--kubeconfig", devenvtest.ControlPlane(t).Kubeconfig,
-		"--health-addr", health, "--metrics-addr", freeAddr(t), "--poll-interval", "200ms")
+		"--health-addr", health, "--metrics-addr", metrics, "--poll-interval", "200ms")
 	cmd.Env = append(os.Environ(),
 		"AZURE_TENANT_ID="+s.TenantID, "AZURE_SUBSCRIPTION_ID="+s.SubscriptionID, "AZURE_CLIENT_ID="+s.ClientID,
 		"AZURE_CLIENT_SECRET="+s.ClientSecret, "AZURE_AUTHORITY_HOST="+s.AuthorityHost,
@@ -68,9 +70,24 @@ func TestManagerProcess(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
+	other := namespace(t, c) // outside AZURE_TARGET_NAMESPACES
+	ignored := resourceGroup("ignored-rg", nil)
+	create(t, c, other, ignored)
 	rg := resourceGroup("process-rg", nil)
 	create(t, c, ns, rg)
 	waitReady(t, c, rg, time.Minute)
+	if u := get(t, c, other, "ignored-rg", ignored); len(u.GetFinalizers()) != 0 || u.Object["status"] != nil {
+		t.Errorf("an object outside AZURE_TARGET_NAMESPACES was reconciled: finalizers %v, status %v", u.GetFinalizers(), u.Object["status"])
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s/metrics", metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `controller_runtime_reconcile_total{controller="resourcegroup"`) {
+		t.Errorf("metrics lack the reconcile counters:\n%.2000s", body)
+	}
 	if !groupExists(t, az, "process-rg") {
 		t.Error("the group is not in the cloud")
 	}

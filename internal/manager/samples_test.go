@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage/v2"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -113,10 +114,14 @@ func TestSamplesReadyExportsSteadyStateAndDrift(t *testing.T) {
 		t.Errorf("vault status has no vaultUri")
 	}
 
-	// Steady state: three sync periods, reads only.
+	// Steady state: three sync periods, reads only, and no new Event (Events mark transitions).
 	log := az.RequestLog()
 	since := log.Last()
+	eventsBefore := settledEvents(t, c, ns)
 	time.Sleep(3*syncPeriod + syncPeriod/2)
+	if n := countEvents(t, c, ns); n != eventsBefore || n == 0 {
+		t.Errorf("Events: %d before the steady state, %d after; want the same, non-zero", eventsBefore, n)
+	}
 	puts := log.Count(reqlog.Filter{Service: "arm", Method: "PUT", Since: since})
 	gets := log.Count(reqlog.Filter{Service: "arm", Method: "GET", Since: since})
 	if puts != 0 {
@@ -178,4 +183,35 @@ func TestSamplesReadyExportsSteadyStateAndDrift(t *testing.T) {
 	if putsNow != 1 || tokens != putsNow {
 		t.Errorf("the update sent %d PUTs with %d token requests; want 1 and one token per PUT", putsNow, tokens)
 	}
+}
+
+// settledEvents waits until the recorder (asynchronous) has delivered every Event so far.
+func settledEvents(t *testing.T, c client.Client, ns string) int {
+	t.Helper()
+	last, same := -1, 0
+	for same < 10 {
+		n := countEvents(t, c, ns)
+		if n == last {
+			same++
+		} else {
+			last, same = n, 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return last
+}
+
+func countEvents(t *testing.T, c client.Client, ns string) int {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.ReportingController == "cerulean-manager" || e.DeprecatedSource.Component == "cerulean-manager" {
+			n++
+		}
+	}
+	return n
 }

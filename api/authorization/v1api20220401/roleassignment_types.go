@@ -131,4 +131,4 @@ type RoleAssignmentList struct {
 	Items           []RoleAssignment `json:"items"`
 }
 
-func init() { SchemeBuilder.Register(&RoleAssignment{}, &RoleAssignmentList{}) }
+func init() { objects = append(objects, &RoleAssignment{}, &RoleAssignmentList{}) }

@@ -144,4 +144,4 @@ type ManagedClusterList struct {
 	Items           []ManagedCluster `json:"items"`
 }
 
-func init() { SchemeBuilder.Register(&ManagedCluster{}, &ManagedClusterList{}) }
+func init() { objects = append(objects, &ManagedCluster{}, &ManagedClusterList{}) }

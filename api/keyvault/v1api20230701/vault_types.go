@@ -205,4 +205,4 @@ type VaultList struct {
 	Items           []Vault `json:"items"`
 }
 
-func init() { SchemeBuilder.Register(&Vault{}, &VaultList{}) }
+func init() { objects = append(objects, &Vault{}, &VaultList{}) }

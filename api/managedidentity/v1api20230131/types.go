@@ -219,6 +219,6 @@ type FederatedIdentityCredentialList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&UserAssignedIdentity{}, &UserAssignedIdentityList{},
+	objects = append(objects, &UserAssignedIdentity{}, &UserAssignedIdentityList{},
 		&FederatedIdentityCredential{}, &FederatedIdentityCredentialList{})
 }

@@ -96,4 +96,4 @@ type ResourceGroupList struct {
 	Items           []ResourceGroup `json:"items"`
 }
 
-func init() { SchemeBuilder.Register(&ResourceGroup{}, &ResourceGroupList{}) }
+func init() { objects = append(objects, &ResourceGroup{}, &ResourceGroupList{}) }

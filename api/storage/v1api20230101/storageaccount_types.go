@@ -196,4 +196,4 @@ type StorageAccountList struct {
 	Items           []StorageAccount `json:"items"`
 }
 
-func init() { SchemeBuilder.Register(&StorageAccount{}, &StorageAccountList{}) }
+func init() { objects = append(objects, &StorageAccount{}, &StorageAccountList{}) }

@@ -7,15 +7,25 @@
 package v20230101
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of these kinds.
 	GroupVersion = schema.GroupVersion{Group: "storage.azure.com", Version: "v20230101"}
 	// SchemeBuilder registers the kinds.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 	// AddToScheme adds the kinds to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// objects are the kinds' types; each types file adds its own.
+var objects []runtime.Object
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, objects...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

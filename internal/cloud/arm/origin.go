@@ -45,7 +45,7 @@ type originWriter struct {
 func (o *originWriter) WriteHeader(status int) {
 	if !o.wrote {
 		o.wrote = true
-		h := o.ResponseWriter.Header()
+		h := o.Header()
 		for _, k := range []string{"Location", "Azure-Asyncoperation"} {
 			if v := h.Get(k); strings.HasPrefix(v, o.from+"/") {
 				h.Set(k, o.to+strings.TrimPrefix(v, o.from))

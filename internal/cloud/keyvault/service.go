@@ -109,7 +109,8 @@ func (s *Service) PublicHandler(ctx context.Context, name string) (http.Handler,
 	return s.handler(v.Name), nil
 }
 
-// handler serves one vault's origin.
+// handler serves one vault's origin. It ends in httpx.CompleteBody, so whoever serves it (the
+// vault's listener, or another front) gets answers that arrive whole over HTTP/2.
 func (s *Service) handler(name string) http.Handler {
 	log := s.log.With("vault", name)
 	h := httpx.Adapt(log, func(r *http.Request) (httpx.Response, error) {
@@ -122,9 +123,9 @@ func (s *Service) handler(name string) http.Handler {
 		return res, err
 	}, writeError(log))
 	if s.o.Middleware != nil {
-		return s.o.Middleware(name, h)
+		h = s.o.Middleware(name, h)
 	}
-	return h
+	return httpx.CompleteBody(h)
 }
 
 func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {

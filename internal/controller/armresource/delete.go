@@ -2,6 +2,7 @@ package armresource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,8 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/cerulean/cerulean/api/shared"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cerulean/cerulean/api/shared"
 )
 
 // reconcileDelete deletes the Azure resource of a deleted object, when and only when that is
@@ -77,7 +79,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unst
 		return ctrl.Result{}, err
 	}
 	poller, err := writer.beginDelete(ctx, id, r.opts.Kind.APIVersion)
-	if err == errGone {
+	if errors.Is(err, errGone) {
 		return r.release(ctx, obj, "Deleted", "Deleted in Azure")
 	}
 	if err != nil {

@@ -16,13 +16,13 @@ import (
 type OwnerRule int
 
 const (
-	// OwnerSubscription: the resource hangs off the subscription (ResourceGroup).
+	// OwnerSubscription means the resource hangs off the subscription (ResourceGroup).
 	OwnerSubscription OwnerRule = iota
-	// OwnerProvider: {owner}/providers/{type}/{name}, the owner a ResourceGroup.
+	// OwnerProvider means {owner}/providers/{type}/{name}, the owner a ResourceGroup.
 	OwnerProvider
-	// OwnerChild: {owner}/{segment}/{name}, the owner the parent resource.
+	// OwnerChild means {owner}/{segment}/{name}, the owner the parent resource.
 	OwnerChild
-	// OwnerScope: {owner}/providers/{type}/{name}, the owner any resource (a RoleAssignment's scope).
+	// OwnerScope means {owner}/providers/{type}/{name}, the owner any resource (a RoleAssignment's scope).
 	OwnerScope
 )
 

@@ -179,6 +179,9 @@ func (e *progressError) Error() string { return e.msg }
 func (p *pass) phases(ctx context.Context) error {
 	policy := p.obj.GetAnnotations()[AnnotationReconcilePolicy]
 	cred, err := p.r.opts.Credentials.For(ctx, p.obj)
+	if errors.Is(err, credentials.ErrInvalidCredential) {
+		return fmt.Errorf("%w: %w", errInvalidSpec, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", errCredential, err)
 	}
@@ -387,6 +390,9 @@ func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured,
 		st := deepCopy(status).(map[string]any)
 		self["status"] = st
 		v, err := exports.Evaluate(self, exprs)
+		if errors.Is(err, exports.ErrExpression) {
+			return fmt.Errorf("%w: %w", errInvalidSpec, err) // fixed only by a spec change
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %w", errExport, err)
 		}

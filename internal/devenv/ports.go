@@ -18,6 +18,11 @@ type ports struct {
 	EtcdPeer          int `json:"etcdPeer"`
 	APIServer         int `json:"apiServer"`
 	ControllerManager int `json:"controllerManager"`
+	// The node's: kube-scheduler's secure port, the kubelet's (on the node's address) and its
+	// health port. Added later than the others: a file without them gets them on load.
+	Scheduler      int `json:"scheduler"`
+	Kubelet        int `json:"kubelet"`
+	KubeletHealthz int `json:"kubeletHealthz"`
 }
 
 // named lists the ports with the component that owns each, for error messages.
@@ -31,6 +36,7 @@ func (p ports) named() []struct {
 	}{
 		{"etcd", p.EtcdClient}, {"etcd peer", p.EtcdPeer},
 		{"kube-apiserver", p.APIServer}, {"kube-controller-manager", p.ControllerManager},
+		{"kube-scheduler", p.Scheduler}, {"kubelet", p.Kubelet}, {"kubelet health", p.KubeletHealthz},
 	}
 }
 
@@ -44,23 +50,36 @@ func loadOrChoosePorts(path string, apiServerPort int) (ports, error) {
 		if err := json.Unmarshal(b, &p); err != nil {
 			return p, fmt.Errorf("read %s: %w (delete it to choose new ports)", path, err)
 		}
-		return p, nil
+		if p.Scheduler != 0 && p.Kubelet != 0 && p.KubeletHealthz != 0 {
+			return p, nil
+		}
+		free, err := freePorts(3)
+		if err != nil {
+			return p, err
+		}
+		p.Scheduler, p.Kubelet, p.KubeletHealthz = free[0], free[1], free[2]
+		return p, savePorts(path, p)
 	case !errors.Is(err, os.ErrNotExist):
 		return p, fmt.Errorf("read %s: %w", path, err)
 	}
-	free, err := freePorts(4)
+	free, err := freePorts(7)
 	if err != nil {
 		return p, err
 	}
-	p = ports{EtcdClient: free[0], EtcdPeer: free[1], APIServer: free[2], ControllerManager: free[3]}
+	p = ports{EtcdClient: free[0], EtcdPeer: free[1], APIServer: free[2], ControllerManager: free[3],
+		Scheduler: free[4], Kubelet: free[5], KubeletHealthz: free[6]}
 	if apiServerPort != 0 {
 		p.APIServer = apiServerPort
 	}
-	b, err = json.MarshalIndent(p, "", "  ")
+	return p, savePorts(path, p)
+}
+
+func savePorts(path string, p ports) error {
+	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
-		return p, err
+		return err
 	}
-	return p, fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
+	return fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
 }
 
 // freePorts asks the kernel for n distinct free loopback ports. Holding all listeners until every

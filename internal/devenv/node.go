@@ -157,8 +157,10 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 		}
 	}
 	// Whatever a run on this data directory left (a crash before the record was written).
-	if err := unmountUnder(n.Dir); err != nil {
-		return nil, err
+	for _, d := range []string{n.Dir, n.paths.kubeletRoot()} {
+		if err := unmountUnder(d); err != nil {
+			return nil, err
+		}
 	}
 	if linkExists(Bridge) {
 		return nil, fmt.Errorf("a network interface named %s exists and no cerulean node owns it: delete it (ip link del %s)", Bridge, Bridge)

@@ -31,7 +31,9 @@ const (
 )
 
 // nodePaths names everything the node keeps under DIR/node. Unix socket paths are limited to
-// 107 bytes; the shortest names keep the data directory's own path free to be long.
+// 107 bytes; the shortest names keep the data directory's own path free to be long. The kubelet's
+// root directory is the exception: it holds sockets of its own and of CSI drivers, several
+// levels deep, and nothing in it outlives the node, so it is /run/cerulean/kubelet.
 type nodePaths struct{ dir string }
 
 func (n nodePaths) path(elem ...string) string {
@@ -46,7 +48,7 @@ func (n nodePaths) registryHosts() string    { return n.path("registry") }
 func (n nodePaths) cniConfDir() string       { return n.path("cni", "net.d") }
 func (n nodePaths) cniIPAMDir() string       { return n.path("cni", "ipam") }
 func (n nodePaths) kubeletConfig() string    { return n.path("kubelet.yaml") }
-func (n nodePaths) kubeletRoot() string      { return n.path("kubelet") }
+func (n nodePaths) kubeletRoot() string      { return filepath.Join(hostDir, "kubelet") }
 func (n nodePaths) kubeletCertDir() string   { return n.path("kubelet-pki") }
 func (n nodePaths) podLogs() string          { return n.path("pod-logs") }
 func (n nodePaths) resolvConf() string       { return n.path("resolv.conf") }

@@ -40,6 +40,8 @@ type hostRecord struct {
 	PID     int    `json:"pid"`
 	DataDir string `json:"dataDir"`
 	NodeDir string `json:"nodeDir"`
+	// KubeletDir is the kubelet's root directory, removed whole once nothing is mounted in it.
+	KubeletDir string `json:"kubeletDir"`
 	Socket  string `json:"socket"`
 	// Sysctls holds the values to restore: the bridge plugin turns on ip_forward and the kubelet
 	// sets its kernel tunables at start.
@@ -145,7 +147,7 @@ func removeHostRecord() error {
 
 // newHostRecord saves the machine's state before a node changes it.
 func newHostRecord(dataDir string, n nodePaths) (*hostRecord, error) {
-	r := &hostRecord{PID: os.Getpid(), DataDir: dataDir, NodeDir: n.dir, Socket: n.socket(), Sysctls: map[string]string{}}
+	r := &hostRecord{PID: os.Getpid(), DataDir: dataDir, NodeDir: n.dir, KubeletDir: n.kubeletRoot(), Socket: n.socket(), Sysctls: map[string]string{}}
 	for _, k := range NodeSysctls {
 		v, err := readSysctl(k)
 		if err != nil {
@@ -261,6 +263,14 @@ func teardown(r *hostRecord) error {
 	var errs []error
 	killNodeProcesses(r)
 	errs = append(errs, unmountUnder(r.NodeDir))
+	if r.KubeletDir != "" {
+		// Only once nothing is mounted there: a subPath bind mount leads to the host's files.
+		if err := unmountUnder(r.KubeletDir); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, os.RemoveAll(r.KubeletDir))
+		}
+	}
 	errs = append(errs, removeCgroups())
 	errs = append(errs, removeNetwork())
 	for _, k := range NodeSysctls {
@@ -323,7 +333,7 @@ func nodeProcesses(r *hostRecord) []int {
 		}
 		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		name := filepath.Base(argv[0])
-		ours := bytes.Contains(b, []byte(r.NodeDir+"/"))
+		ours := bytes.Contains(b, []byte(r.NodeDir+"/")) || r.KubeletDir != "" && bytes.Contains(b, []byte(r.KubeletDir))
 		switch name {
 		case "containerd-shim-runc-v2", "containerd", "kubelet":
 		default:
@@ -344,14 +354,26 @@ func nodeProcesses(r *hostRecord) []int {
 	return out
 }
 
-// processAlive reports a process that exists and is not a zombie.
+// processAlive reports a process that exists and is not a zombie. A killed process's main
+// thread can be a zombie while its other threads still exit, holding its files and ports: such a
+// process counts as alive until it has one thread left.
 func processAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+	var state string
+	threads := 1
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "State":
+			state = strings.TrimSpace(v)
+		case "Threads":
+			threads, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return !strings.HasPrefix(state, "Z") || threads > 1
 }
 
 // kubepodsDirs are the kubelet's pod cgroups in every mounted hierarchy (v1 and v2).
@@ -549,13 +571,14 @@ func isDir(p string) bool {
 func NodeLeftovers(dataDir string) []string {
 	var left []string
 	nodeDir := filepath.Join(dataDir, "node")
-	for _, pid := range nodeProcesses(&hostRecord{NodeDir: nodeDir}) {
+	for _, pid := range nodeProcesses(&hostRecord{NodeDir: nodeDir, KubeletDir: filepath.Join(hostDir, "kubelet")}) {
 		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		left = append(left, fmt.Sprintf("process %d (%s)", pid, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
 	}
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && (hasPrefixPath(unescapeMount(f[4]), nodeDir) || hasPrefixPath(unescapeMount(f[4]), "/run/containerd")) {
+			if f := strings.Fields(line); len(f) > 4 && (hasPrefixPath(unescapeMount(f[4]), nodeDir) || hasPrefixPath(unescapeMount(f[4]), "/run/containerd") ||
+				hasPrefixPath(unescapeMount(f[4]), filepath.Join(hostDir, "kubelet"))) {
 				left = append(left, "mount "+f[4])
 			}
 		}
@@ -575,4 +598,25 @@ func NodeLeftovers(dataDir string) []string {
 		left = append(left, "record "+filepath.Join(hostDir, hostRecordFile))
 	}
 	return left
+}
+
+// CleanupStaleNode undoes what a node that did not stop (its process was killed) left on this
+// machine. It does nothing while a node runs; StartNode does the same before it starts.
+func CleanupStaleNode(ctx context.Context) error {
+	lock, err := lockHost(ctx, 0, func(string) {})
+	if errors.Is(err, ErrNodeInUse) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	stale, err := readHostRecord()
+	if err != nil || stale == nil {
+		return err
+	}
+	if err := teardown(stale); err != nil {
+		return fmt.Errorf("clean up after the previous node: %w", err)
+	}
+	return removeHostRecord()
 }

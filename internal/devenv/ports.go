@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/cerulean/cerulean/internal/fsutil"
 )
@@ -100,14 +101,25 @@ func freePorts(n int) ([]int, error) {
 // ErrPortInUse reports that a port the data directory is bound to is taken by another process.
 var ErrPortInUse = errors.New("port in use")
 
+// portReleaseWait bounds the wait for a port to be released: a control plane killed a moment
+// ago (kill -9 of up, then up again) still holds its ports while its processes finish exiting.
+const portReleaseWait = 5 * time.Second
+
 // checkFree fails with a clear message when another process holds one of the ports.
 func (p ports) checkFree() error {
+	deadline := time.Now().Add(portReleaseWait)
 	for _, np := range p.named() {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(np.port)))
-		if err != nil {
-			return fmt.Errorf("%w: 127.0.0.1:%d (%s) is taken by another process; stop it (is another `cerulean up` running on this data directory?) or use another data directory", ErrPortInUse, np.port, np.name)
+		for {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(np.port)))
+			if err == nil {
+				_ = l.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: 127.0.0.1:%d (%s) is taken by another process; stop it (is another `cerulean up` running on this data directory?) or use another data directory", ErrPortInUse, np.port, np.name)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		_ = l.Close()
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
@@ -28,6 +29,10 @@ type Options struct {
 	CloudAddr string
 	// Out receives progress and the summary.
 	Out io.Writer
+	// Node starts the local node (needs root): containerd, the kubelet and kube-scheduler.
+	Node bool
+	// NodeWait bounds the wait for another node on this machine to stop; 0 fails at once.
+	NodeWait time.Duration
 }
 
 // EnvFileName is written last, once everything is ready: its presence means "ready".
@@ -83,23 +88,46 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	var node *devenv.Node
+	if opts.Node {
+		if node, err = startNode(ctx, cp, az, opts); err != nil {
+			return err
+		}
+		defer func() {
+			if err := node.Stop(); err != nil {
+				fmt.Fprintln(opts.Out, err)
+			}
+		}()
+	}
+
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
 	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
-	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath)
+	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, node)
 
 	exited, which := cp.Exited()
+	var nodeExited <-chan struct{}
+	nodeWhich := func() error { return nil }
+	if node != nil {
+		nodeExited, nodeWhich = node.Exited()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-exited:
 		return which()
+	case <-nodeExited:
+		return nodeWhich()
 	}
 }
 
-func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string, node *devenv.Node) {
+	nodeLine := "none (--no-node)"
+	if node != nil {
+		nodeLine = node.Name + " on " + node.IP + " (containerd: " + node.ContainerdSocket + ")"
+	}
 	fmt.Fprintf(out, `
 Cerulean is up.
   kube-apiserver      %s
@@ -107,6 +135,7 @@ Cerulean is up.
   kubeconfig          %s
   local cloud         %s  (tenant %s, subscription %s)
   cluster (ARM)       %s
+  node                %s
   logs                %s
 
 Use it:
@@ -114,5 +143,5 @@ Use it:
   bin/kubectl get namespaces
 
 Ctrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, filepath.Join(cp.DataDir, "logs"), envPath)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, nodeLine, filepath.Join(cp.DataDir, "logs"), envPath)
 }

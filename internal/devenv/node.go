@@ -141,7 +141,9 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 	n.Dir, n.ContainerdSocket = n.paths.dir, n.paths.socket()
 	defer func() {
 		if err != nil {
-			n.Stop()
+			if serr := n.Stop(); serr != nil {
+				err = errors.Join(err, serr)
+			}
 		}
 	}()
 

@@ -42,7 +42,7 @@ type hostRecord struct {
 	NodeDir string `json:"nodeDir"`
 	// KubeletDir is the kubelet's root directory, removed whole once nothing is mounted in it.
 	KubeletDir string `json:"kubeletDir"`
-	Socket  string `json:"socket"`
+	Socket     string `json:"socket"`
 	// Sysctls holds the values to restore: the bridge plugin turns on ip_forward and the kubelet
 	// sets its kernel tunables at start.
 	Sysctls map[string]string `json:"sysctls"`

@@ -232,6 +232,11 @@ func tarDir(dir, dst string) (err error) {
 			err = fmt.Errorf("write %s: %w", dst, cerr)
 		}
 	}()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	defer root.Close()
 	tw := tar.NewWriter(f)
 	walkErr := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
@@ -260,7 +265,7 @@ func tarDir(dir, dst string) (err error) {
 		if d.IsDir() {
 			return nil
 		}
-		src, err := os.Open(p)
+		src, err := root.Open(rel)
 		if err != nil {
 			return err
 		}

@@ -97,7 +97,8 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 			return errors.New("usage: test-app serve ADDR")
 		}
 		srv := &http.Server{Addr: args[0], ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprintf(w, "remote %s\n", r.RemoteAddr)
+			fmt.Fprintf(w, "remote %s\n", r.RemoteAddr) //nolint:gosec // plain text, for tests
+
 		})}
 		go func() {
 			<-ctx.Done()
@@ -111,11 +112,11 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 		if len(args) != 1 {
 			return errors.New("usage: test-app get URL")
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil) //nolint:gosec // a test tool: it fetches what the test names
 		if err != nil {
 			return err
 		}
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req) //nolint:gosec // a test tool: it fetches what the test names
 		if err != nil {
 			return err
 		}
@@ -129,7 +130,7 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 		return nil
 	case "cat":
 		for _, f := range args {
-			b, err := os.ReadFile(f)
+			b, err := os.ReadFile(f) //nolint:gosec // a test tool: it prints what the test names
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -445,5 +446,20 @@ func TestNodePullsNothingAndRunsAlone(t *testing.T) {
 	_, err = other.StartNode(t.Context(), devenv.NodeOptions{})
 	if !errors.Is(err, devenv.ErrNodeInUse) {
 		t.Errorf("a second node on this machine: %v, want ErrNodeInUse", err)
+	}
+}
+
+// Without root, or without the programs `make node` provides, the node refuses to start with an
+// error that says what to do.
+func TestCheckNodeHostSaysWhatIsMissing(t *testing.T) {
+	err := devenv.CheckNodeHost(t.TempDir())
+	if os.Geteuid() != 0 {
+		if !errors.Is(err, devenv.ErrNeedsRoot) {
+			t.Errorf("not root: %v, want ErrNeedsRoot", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "make node") || !strings.Contains(err.Error(), "kubelet") {
+		t.Errorf("empty bin dir: %v, want an error naming kubelet and `make node`", err)
 	}
 }

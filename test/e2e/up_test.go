@@ -256,6 +256,12 @@ func stopAndCheck(t *testing.T, up *upProcess, dir string, sig syscall.Signal) {
 	if err != nil {
 		t.Fatalf("processes left behind after %v: %v", sig, childrenOf(dir))
 	}
+	// A clean stop also takes down everything of the node (a SIGKILL leaves it to the next up).
+	if sig == syscall.SIGINT {
+		if left := devenv.NodeLeftovers(dir); len(left) > 0 {
+			t.Errorf("the node left behind after %v: %v", sig, left)
+		}
+	}
 }
 
 // childrenOf lists live processes of the control plane and the node that use dir.

@@ -164,6 +164,11 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 			return nil, err
 		}
 	}
+	// The teardown kills every process in the kubepods cgroups: with another kubelet's pods
+	// there, it would kill them too.
+	if dirs := kubepodsDirs(); len(dirs) > 0 {
+		return nil, fmt.Errorf("another kubelet's pod cgroups exist (%s): stop that kubelet first, the local node cannot share a machine with one", dirs[0])
+	}
 	if linkExists(Bridge) {
 		return nil, fmt.Errorf("a network interface named %s exists and no cerulean node owns it: delete it (ip link del %s)", Bridge, Bridge)
 	}

@@ -289,7 +289,7 @@ func teardown(r *hostRecord) error {
 // parent; then waits, bounded, for them to be gone.
 func killNodeProcesses(r *hostRecord) {
 	for range 3 {
-		pids := nodeProcesses(r)
+		pids := nodeProcesses(r, true)
 		if len(pids) == 0 {
 			return
 		}
@@ -312,9 +312,15 @@ func killNodeProcesses(r *hostRecord) {
 	}
 }
 
-func nodeProcesses(r *hostRecord) []int {
+// nodeProcesses lists the live processes of the node r describes: by command line, and with
+// pods, every process in the kubepods cgroups.
+func nodeProcesses(r *hostRecord, pods bool) []int {
 	seen := map[int]bool{}
-	for _, procs := range cgroupProcFiles() {
+	var procFiles []string
+	if pods {
+		procFiles = cgroupProcFiles()
+	}
+	for _, procs := range procFiles {
 		b, err := os.ReadFile(procs)
 		if err != nil {
 			continue
@@ -567,21 +573,40 @@ func isDir(p string) bool {
 }
 
 // NodeLeftovers lists what a node on dataDir left on this machine after it stopped: processes,
-// mounts, the bridge, iptables chains, pod cgroups, the machine record. Empty means clean.
+// mounts, the bridge, iptables chains, pod cgroups, the machine record. Empty means clean. While
+// another data directory's node runs (tests in other packages wait for the machine's node), the
+// machine-wide parts are that node's and are not counted.
 func NodeLeftovers(dataDir string) []string {
 	var left []string
+	machineWide := true
+	if lock, err := lockHost(context.Background(), 0, func(string) {}); err == nil {
+		lock.release()
+	} else if r, rerr := readHostRecord(); rerr == nil && r != nil && r.DataDir != dataDir {
+		machineWide = false
+	}
 	nodeDir := filepath.Join(dataDir, "node")
-	for _, pid := range nodeProcesses(&hostRecord{NodeDir: nodeDir, KubeletDir: filepath.Join(hostDir, "kubelet")}) {
+	ours := &hostRecord{NodeDir: nodeDir}
+	if machineWide {
+		ours.KubeletDir = filepath.Join(hostDir, "kubelet")
+	}
+	for _, pid := range nodeProcesses(ours, machineWide) {
 		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		left = append(left, fmt.Sprintf("process %d (%s)", pid, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
 	}
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && (hasPrefixPath(unescapeMount(f[4]), nodeDir) || hasPrefixPath(unescapeMount(f[4]), "/run/containerd") ||
-				hasPrefixPath(unescapeMount(f[4]), filepath.Join(hostDir, "kubelet"))) {
+			f := strings.Fields(line)
+			if len(f) < 5 {
+				continue
+			}
+			mp := unescapeMount(f[4])
+			if hasPrefixPath(mp, nodeDir) || machineWide && (hasPrefixPath(mp, "/run/containerd") || hasPrefixPath(mp, filepath.Join(hostDir, "kubelet"))) {
 				left = append(left, "mount "+f[4])
 			}
 		}
+	}
+	if !machineWide {
+		return left
 	}
 	if linkExists(Bridge) {
 		left = append(left, "bridge "+Bridge)
@@ -594,8 +619,12 @@ func NodeLeftovers(dataDir string) []string {
 	for _, d := range kubepodsDirs() {
 		left = append(left, "cgroup "+d)
 	}
-	if exists(filepath.Join(hostDir, hostRecordFile)) {
-		left = append(left, "record "+filepath.Join(hostDir, hostRecordFile))
+	if r, err := readHostRecord(); err != nil || r != nil {
+		owner := fmt.Sprint(err)
+		if r != nil {
+			owner = fmt.Sprintf("pid %d, data directory %s", r.PID, r.DataDir)
+		}
+		left = append(left, fmt.Sprintf("record %s (%s)", filepath.Join(hostDir, hostRecordFile), owner))
 	}
 	return left
 }

@@ -11,7 +11,11 @@ LDFLAGS    := -X github.com/cerulean/cerulean/internal/version.Version=$(VERSION
               -X github.com/cerulean/cerulean/internal/version.Commit=$(COMMIT)
 TEST_TIMEOUT ?= 45m
 CONTROL_PLANE_TOOLS := kubernetes etcd
-TOOL_GROUPS := $(CONTROL_PLANE_TOOLS) controller-gen helm golangci-lint
+NODE_TOOLS := containerd
+TOOL_GROUPS := $(CONTROL_PLANE_TOOLS) $(NODE_TOOLS) controller-gen helm golangci-lint
+# The local node needs root: as root `make up` and `make test` build and install it.
+ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
+NODE_DEPS := $(if $(ROOT),node images)
 
 export CERULEAN_BIN_DIR := $(BIN)
 
@@ -31,8 +35,17 @@ tools: ## Build the pinned tools into bin/ (kube-apiserver, etcd, kubectl, ...; 
 control-plane: ## Build only the local control plane's binaries into bin/ (first run only)
 	@for g in $(CONTROL_PLANE_TOOLS); do hack/tools/build.sh $$g; done
 
+.PHONY: node
+node: control-plane ## Build and install the local node: kubelet, kube-scheduler, containerd; runc and CNI plugins from Debian (root)
+	@hack/install-node.sh
+	@for g in $(NODE_TOOLS); do hack/tools/build.sh $$g; done
+
+.PHONY: images
+images: ## Build the local node's images (cerulean, pause, test-app) into bin/images
+	@go run ./hack/images -out $(BIN)/images -ldflags '$(LDFLAGS)'
+
 .PHONY: up
-up: build control-plane ## Run the whole system on this machine (state in DATA_DIR=.cerulean)
+up: build control-plane $(NODE_DEPS) ## Run the whole system on this machine (state in DATA_DIR=.cerulean)
 	$(BIN)/cerulean up --data-dir $(DATA_DIR)
 
 .PHONY: test-deps
@@ -41,7 +54,7 @@ test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js fr
 	hack/install-debian-node.sh
 
 .PHONY: test
-test: build tools test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint
+test: build tools $(NODE_DEPS) test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint
 	go test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: lint

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cerulean/cerulean/internal/cloud"
@@ -9,18 +12,27 @@ import (
 
 func newUpCommand() *cobra.Command {
 	opts := up.Options{}
+	var node, noNode bool
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run the whole system on this machine until interrupted",
-		Long: `Starts a real local control plane (etcd, kube-apiserver, kube-controller-manager) and the
-local cloud, writes DIR/kubeconfig and, once everything is ready, DIR/proxy.env (for clients
-that keep Azure's public names and use the cloud's proxy) and DIR/env.`,
+		Long: `Starts a real local control plane (etcd, kube-apiserver, kube-controller-manager), the
+local cloud, the manager and, as root, a real node (containerd, kubelet, kube-scheduler) that
+runs pods; writes DIR/kubeconfig and, once everything is ready, DIR/proxy.env (for clients that
+keep Azure's public names and use the cloud's proxy) and DIR/env.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if node && noNode {
+				return errors.New("--node and --no-node contradict each other")
+			}
+			opts.Node = os.Geteuid() == 0 && !noNode || node
 			opts.Out = cmd.OutOrStdout()
 			return up.Run(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().BoolVar(&node, "node", false, "run the local node (the default as root; needs root)")
+	cmd.Flags().BoolVar(&noNode, "no-node", false, "run without the local node (no pods run)")
+	cmd.Flags().DurationVar(&opts.NodeWait, "node-wait", 0, "how long to wait for another cerulean's node on this machine to stop (0: fail at once)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".cerulean", "directory for all state; running again on it resumes")
 	cmd.Flags().StringVar(&opts.CloudAddr, "cloud-addr", "127.0.0.1:8443", "address of the local cloud (port 0: a free port on every start)")
 	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy-addr", cloud.DefaultProxyAddr, "the local cloud's forward proxy for Azure's public names (0: a free port on every start)")

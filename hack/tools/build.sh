@@ -2,6 +2,7 @@
 # Builds one pinned tool group from hack/tools/<group> into bin/, only when its pins changed.
 # Usage: hack/tools/build.sh <group>
 set -euo pipefail
+tags=""
 
 group=${1:?usage: build.sh <group>}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,9 +25,21 @@ kubernetes)
 		ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit=$commit"
 		ldflags+=" -X $pkg.buildDate=1970-01-01T00:00:00Z"
 	done
-	tools=(kube-apiserver kube-controller-manager kubectl)
-	pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl)
-	note="first run only, about 10 minutes"
+	tools=(kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler)
+	pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler)
+	note="first run only, about 12 minutes"
+	;;
+containerd)
+	# The local node's runtime. Debian's containerd is 1.x, which Kubernetes 1.36 no longer
+	# supports; v2 builds without cgo when the snapshotters that need it are left out.
+	ver=$(version_of github.com/containerd/containerd/v2)
+	ldflags="-X github.com/containerd/containerd/v2/version.Version=$ver -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
+	tags="no_btrfs,no_devmapper,no_zfs"
+	tools=(containerd containerd-shim-runc-v2 ctr)
+	pkgs=(github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+		github.com/containerd/containerd/v2/cmd/ctr)
+	note="first run only, about 3 minutes"
 	;;
 etcd)
 	ver=$(version_of go.etcd.io/etcd/server/v3)
@@ -71,7 +84,7 @@ aso)
 esac
 
 # The stamp covers the pins, the flags and the packages: any change rebuilds, nothing else does.
-want=$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$ldflags ${pkgs[*]}") | sha256sum | cut -d' ' -f1)
+want=$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$ldflags ${tags:+$tags }${pkgs[*]}") | sha256sum | cut -d' ' -f1)
 stamp="$stamps/$group"
 up_to_date=1
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || up_to_date=0; done
@@ -82,7 +95,7 @@ fi
 echo "building ${tools[*]} $ver ($note)…" >&2
 start=$(date +%s)
 for i in "${!tools[@]}"; do
-	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/${tools[$i]}.tmp" "${pkgs[$i]}")
+	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$bin/${tools[$i]}.tmp" "${pkgs[$i]}")
 	mv "$bin/${tools[$i]}.tmp" "$bin/${tools[$i]}"
 done
 echo "$want" >"$stamp"

@@ -24,16 +24,29 @@ type pkiFiles struct {
 
 func (p pkiFiles) path(name string) string { return filepath.Join(p.dir, name) }
 
-func (p pkiFiles) caCert() string         { return p.path("ca.crt") }
-func (p pkiFiles) caKey() string          { return p.path("ca.key") }
-func (p pkiFiles) servingCert() string    { return p.path("serving.crt") }
-func (p pkiFiles) servingKey() string     { return p.path("serving.key") }
-func (p pkiFiles) adminCert() string      { return p.path("admin.crt") }
-func (p pkiFiles) adminKey() string       { return p.path("admin.key") }
-func (p pkiFiles) kcmCert() string        { return p.path("kube-controller-manager.crt") }
-func (p pkiFiles) kcmKey() string         { return p.path("kube-controller-manager.key") }
-func (p pkiFiles) saSigningKey() string   { return p.path("service-account.key") }
-func (p pkiFiles) saVerifyingKey() string { return p.path("service-account.pub") }
+func (p pkiFiles) caCert() string      { return p.path("ca.crt") }
+func (p pkiFiles) caKey() string       { return p.path("ca.key") }
+func (p pkiFiles) servingCert() string { return p.path("serving.crt") }
+func (p pkiFiles) servingKey() string  { return p.path("serving.key") }
+func (p pkiFiles) adminCert() string   { return p.path("admin.crt") }
+func (p pkiFiles) adminKey() string    { return p.path("admin.key") }
+func (p pkiFiles) kcmCert() string     { return p.path("kube-controller-manager.crt") }
+func (p pkiFiles) kcmKey() string      { return p.path("kube-controller-manager.key") }
+func (p pkiFiles) schedCert() string   { return p.path("kube-scheduler.crt") }
+func (p pkiFiles) schedKey() string    { return p.path("kube-scheduler.key") }
+
+// The kubelet's identities: its client certificate (the node's user), the certificate it serves
+// on the node's address, and kube-apiserver's client certificate for calling it.
+func (p pkiFiles) nodeCert() string           { return p.path("kubelet.crt") }
+func (p pkiFiles) nodeKey() string            { return p.path("kubelet.key") }
+func (p pkiFiles) kubeletServingCert() string { return p.path("kubelet-serving.crt") }
+func (p pkiFiles) kubeletServingKey() string  { return p.path("kubelet-serving.key") }
+func (p pkiFiles) apiserverKubeletCert() string {
+	return p.path("apiserver-kubelet-client.crt")
+}
+func (p pkiFiles) apiserverKubeletKey() string { return p.path("apiserver-kubelet-client.key") }
+func (p pkiFiles) saSigningKey() string        { return p.path("service-account.key") }
+func (p pkiFiles) saVerifyingKey() string      { return p.path("service-account.pub") }
 
 // ensure creates whatever is missing; existing files are kept so a restart keeps its identity.
 func (p pkiFiles) ensure(now time.Time) error {
@@ -60,6 +73,24 @@ func (p pkiFiles) ensure(now time.Time) error {
 		}},
 		{p.kcmCert(), p.kcmKey(), x509.Certificate{
 			Subject:     pkix.Name{CommonName: "system:kube-controller-manager"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}},
+		{p.schedCert(), p.schedKey(), x509.Certificate{
+			Subject:     pkix.Name{CommonName: "system:kube-scheduler"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}},
+		{p.nodeCert(), p.nodeKey(), x509.Certificate{
+			Subject:     pkix.Name{CommonName: "system:node:" + NodeName, Organization: []string{"system:nodes"}},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}},
+		{p.kubeletServingCert(), p.kubeletServingKey(), x509.Certificate{
+			Subject:     pkix.Name{CommonName: NodeName},
+			DNSNames:    []string{NodeName},
+			IPAddresses: []net.IP{net.ParseIP(NodeIP)},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		}},
+		{p.apiserverKubeletCert(), p.apiserverKubeletKey(), x509.Certificate{
+			Subject:     pkix.Name{CommonName: APIServerKubeletClient},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}},
 	}

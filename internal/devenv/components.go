@@ -59,6 +59,13 @@ func apiServerArgs(cp *ControlPlane, p ports, pki pkiFiles) []string {
 		"--service-account-signing-key-file=" + pki.saSigningKey(),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=Node,RBAC",
+		// How kube-apiserver calls the node's kubelet (logs, exec, port-forward): by the node's
+		// InternalIP (its host name would go through this machine's resolver), verifying the
+		// kubelet's serving certificate, and presenting a client certificate of its own.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-certificate-authority=" + pki.caCert(),
+		"--kubelet-client-certificate=" + pki.apiserverKubeletCert(),
+		"--kubelet-client-key=" + pki.apiserverKubeletKey(),
 		"--anonymous-auth=true",
 		"--allow-privileged=true",
 		"--profiling=false",
@@ -79,6 +86,10 @@ func controllerManagerArgs(dataDir string, p ports, pki pkiFiles) []string {
 		"--service-account-private-key-file=" + pki.saSigningKey(),
 		"--root-ca-file=" + pki.caCert(),
 		"--use-service-account-credentials=true",
+		// The node gets its pod subnet from here, as in a cluster.
+		"--allocate-node-cidrs=true",
+		"--cluster-cidr=" + ClusterCIDR,
+		"--node-cidr-mask-size=24",
 		"--leader-elect=false",
 		"--profiling=false",
 		"--v=1",
@@ -93,9 +104,14 @@ func writeKubeconfigs(dataDir, server string, pki pkiFiles) (*rest.Config, error
 	if err := writeKubeconfig(admin, path); err != nil {
 		return nil, err
 	}
-	kcm := kubeconfig(server, pki.caCert(), pki.kcmCert(), pki.kcmKey())
-	if err := writeKubeconfig(kcm, filepath.Join(dataDir, "kube-controller-manager.kubeconfig")); err != nil {
-		return nil, err
+	for name, pair := range map[string][2]string{
+		"kube-controller-manager": {pki.kcmCert(), pki.kcmKey()},
+		"kube-scheduler":          {pki.schedCert(), pki.schedKey()},
+		"kubelet":                 {pki.nodeCert(), pki.nodeKey()},
+	} {
+		if err := writeKubeconfig(kubeconfig(server, pki.caCert(), pair[0], pair[1]), filepath.Join(dataDir, name+".kubeconfig")); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
@@ -158,15 +174,25 @@ func controllerManagerReady(cs kubernetes.Interface, port int, caPEM []byte) fun
 	}
 }
 
+// APIServerKubeletClient is the user kube-apiserver is when it calls a kubelet; it is bound to
+// system:kubelet-api-admin, as in kubeadm's clusters.
+const APIServerKubeletClient = "kube-apiserver-kubelet-client"
+
 func bootstrapRBAC(ctx context.Context, cs kubernetes.Interface) error {
-	binding := &rbacv1.ClusterRoleBinding{
+	bindings := []*rbacv1.ClusterRoleBinding{{
 		ObjectMeta: metav1.ObjectMeta{Name: AnonymousIssuerDiscoveryBinding},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:unauthenticated"}},
-	}
-	_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("bootstrap RBAC: create %s: %w", binding.Name, err)
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Name: "cerulean:kube-apiserver-kubelet-client"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: APIServerKubeletClient}},
+	}}
+	for _, binding := range bindings {
+		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("bootstrap RBAC: create %s: %w", binding.Name, err)
+		}
 	}
 	return nil
 }

@@ -51,6 +51,9 @@ type ControlPlane struct {
 	children []*child // in start order
 	lock     *os.File
 	logs     string
+	binDir   string
+	ports    ports
+	pki      pkiFiles
 }
 
 // Start starts the control plane and returns once every component is ready, or an error after
@@ -85,7 +88,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), lock: lock, logs: filepath.Join(dataDir, "logs")}
+	cp := &ControlPlane{DataDir: dataDir, Kubeconfig: filepath.Join(dataDir, "kubeconfig"), lock: lock, logs: filepath.Join(dataDir, "logs"), binDir: binDir}
 	defer func() {
 		if err != nil {
 			cp.Stop() // the caller gets no handle to stop what was started
@@ -109,6 +112,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := p.checkFree(); err != nil {
 		return nil, err
 	}
+	cp.ports, cp.pki = p, pki
 	cp.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(p.APIServer)
 	cp.IssuerURL = cp.APIServerURL
 	if cp.RESTConfig, err = writeKubeconfigs(dataDir, cp.APIServerURL, pki); err != nil {
@@ -162,8 +166,12 @@ func (cp *ControlPlane) Stop() {
 // Exited returns a channel that is closed when any component exits on its own, and a function
 // that tells which one and why.
 func (cp *ControlPlane) Exited() (<-chan struct{}, func() error) {
+	return exitedOf(cp.children)
+}
+
+func exitedOf(children []*child) (<-chan struct{}, func() error) {
 	ch := make(chan struct{})
-	for _, c := range cp.children {
+	for _, c := range children {
 		go func() {
 			<-c.done
 			select {
@@ -174,7 +182,7 @@ func (cp *ControlPlane) Exited() (<-chan struct{}, func() error) {
 		}()
 	}
 	return ch, func() error {
-		for _, c := range cp.children {
+		for _, c := range children {
 			if err := c.exited(); err != nil {
 				return err
 			}
@@ -184,7 +192,7 @@ func (cp *ControlPlane) Exited() (<-chan struct{}, func() error) {
 }
 
 func (cp *ControlPlane) start(_ context.Context, name, bin string, args []string) error {
-	c, err := startChild(name, bin, args, filepath.Join(cp.logs, name+".log"))
+	c, err := startChild(name, bin, args, filepath.Join(cp.logs, name+".log"), nil)
 	if err != nil {
 		return err
 	}
@@ -194,12 +202,17 @@ func (cp *ControlPlane) start(_ context.Context, name, bin string, args []string
 
 // waitReady polls ready until it succeeds, a child exits, the timeout passes or ctx ends.
 func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration, name string, ready func(context.Context) error) error {
+	return waitFor(ctx, timeout, name, cp.logs, cp.children, ready)
+}
+
+// waitFor polls ready until it succeeds, one of children exits, the timeout passes or ctx ends.
+func waitFor(ctx context.Context, timeout time.Duration, name, logs string, children []*child, ready func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for _, c := range cp.children {
+		for _, c := range children {
 			if err := c.exited(); err != nil {
 				return fmt.Errorf("wait for %s: %w", name, err)
 			}
@@ -210,7 +223,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration, na
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last check: %w; logs in %s)", name, ctx.Err(), err, cp.logs)
+			return fmt.Errorf("wait for %s: %w (last check: %w; logs in %s)", name, ctx.Err(), err, logs)
 		case <-tick.C:
 		}
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 )
 
-func TestMain(m *testing.M) { devenvtest.Main(m) }
+func TestMain(m *testing.M) { devenvtest.Main(m, devenvtest.WithNode()) }
 
 const azureAudience = "api://AzureADTokenExchange"
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/cerulean/cerulean/internal/fsutil"
 )
@@ -18,6 +19,11 @@ type ports struct {
 	EtcdPeer          int `json:"etcdPeer"`
 	APIServer         int `json:"apiServer"`
 	ControllerManager int `json:"controllerManager"`
+	// The node's: kube-scheduler's secure port, the kubelet's (on the node's address) and its
+	// health port. Added later than the others: a file without them gets them on load.
+	Scheduler      int `json:"scheduler"`
+	Kubelet        int `json:"kubelet"`
+	KubeletHealthz int `json:"kubeletHealthz"`
 }
 
 // named lists the ports with the component that owns each, for error messages.
@@ -31,6 +37,7 @@ func (p ports) named() []struct {
 	}{
 		{"etcd", p.EtcdClient}, {"etcd peer", p.EtcdPeer},
 		{"kube-apiserver", p.APIServer}, {"kube-controller-manager", p.ControllerManager},
+		{"kube-scheduler", p.Scheduler}, {"kubelet", p.Kubelet}, {"kubelet health", p.KubeletHealthz},
 	}
 }
 
@@ -44,23 +51,36 @@ func loadOrChoosePorts(path string, apiServerPort int) (ports, error) {
 		if err := json.Unmarshal(b, &p); err != nil {
 			return p, fmt.Errorf("read %s: %w (delete it to choose new ports)", path, err)
 		}
-		return p, nil
+		if p.Scheduler != 0 && p.Kubelet != 0 && p.KubeletHealthz != 0 {
+			return p, nil
+		}
+		free, err := freePorts(3)
+		if err != nil {
+			return p, err
+		}
+		p.Scheduler, p.Kubelet, p.KubeletHealthz = free[0], free[1], free[2]
+		return p, savePorts(path, p)
 	case !errors.Is(err, os.ErrNotExist):
 		return p, fmt.Errorf("read %s: %w", path, err)
 	}
-	free, err := freePorts(4)
+	free, err := freePorts(7)
 	if err != nil {
 		return p, err
 	}
-	p = ports{EtcdClient: free[0], EtcdPeer: free[1], APIServer: free[2], ControllerManager: free[3]}
+	p = ports{EtcdClient: free[0], EtcdPeer: free[1], APIServer: free[2], ControllerManager: free[3],
+		Scheduler: free[4], Kubelet: free[5], KubeletHealthz: free[6]}
 	if apiServerPort != 0 {
 		p.APIServer = apiServerPort
 	}
-	b, err = json.MarshalIndent(p, "", "  ")
+	return p, savePorts(path, p)
+}
+
+func savePorts(path string, p ports) error {
+	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
-		return p, err
+		return err
 	}
-	return p, fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
+	return fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
 }
 
 // freePorts asks the kernel for n distinct free loopback ports. Holding all listeners until every
@@ -81,14 +101,25 @@ func freePorts(n int) ([]int, error) {
 // ErrPortInUse reports that a port the data directory is bound to is taken by another process.
 var ErrPortInUse = errors.New("port in use")
 
+// portReleaseWait bounds the wait for a port to be released: a control plane killed a moment
+// ago (kill -9 of up, then up again) still holds its ports while its processes finish exiting.
+const portReleaseWait = 5 * time.Second
+
 // checkFree fails with a clear message when another process holds one of the ports.
 func (p ports) checkFree() error {
+	deadline := time.Now().Add(portReleaseWait)
 	for _, np := range p.named() {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(np.port)))
-		if err != nil {
-			return fmt.Errorf("%w: 127.0.0.1:%d (%s) is taken by another process; stop it (is another `cerulean up` running on this data directory?) or use another data directory", ErrPortInUse, np.port, np.name)
+		for {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(np.port)))
+			if err == nil {
+				_ = l.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w: 127.0.0.1:%d (%s) is taken by another process; stop it (is another `cerulean up` running on this data directory?) or use another data directory", ErrPortInUse, np.port, np.name)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		_ = l.Close()
 	}
 	return nil
 }

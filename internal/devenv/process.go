@@ -23,7 +23,8 @@ type child struct {
 // startChild starts bin with args. The process gets SIGKILL when its parent dies, even by SIGKILL
 // (Pdeathsig), and runs in its own process group so a terminal's Ctrl-C reaches only cerulean,
 // which then stops the children in order.
-func startChild(name, bin string, args []string, logPath string) (*child, error) {
+// env, when not nil, is added to this process's environment.
+func startChild(name, bin string, args []string, logPath string, env []string) (*child, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", name, err)
@@ -32,6 +33,9 @@ func startChild(name, bin string, args []string, logPath string) (*child, error)
 	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stdout = logFile
 	c.cmd.Stderr = logFile
+	if env != nil {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 
 	// Pdeathsig fires when the thread that forked the child exits, not the process. Go may retire

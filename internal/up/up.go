@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
@@ -31,6 +32,10 @@ type Options struct {
 	ProxyAddr string
 	// Out receives progress and the summary.
 	Out io.Writer
+	// Node starts the local node (needs root): containerd, the kubelet and kube-scheduler.
+	Node bool
+	// NodeWait bounds the wait for another node on this machine to stop; 0 fails at once.
+	NodeWait time.Duration
 }
 
 // EnvFileName is written last, once everything is ready: its presence means "ready".
@@ -94,6 +99,18 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	var node *devenv.Node
+	if opts.Node {
+		if node, err = startNode(ctx, cp, az, opts); err != nil {
+			return err
+		}
+		defer func() {
+			if err := node.Stop(); err != nil {
+				fmt.Fprintln(opts.Out, err)
+			}
+		}()
+	}
+
 	fmt.Fprintln(opts.Out, "starting the manager…")
 	mgrCtx, stopManager := context.WithCancel(ctx)
 	defer stopManager()
@@ -113,9 +130,14 @@ func Run(ctx context.Context, opts Options) error {
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
-	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath)
+	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, node)
 
 	exited, which := cp.Exited()
+	var nodeExited <-chan struct{}
+	nodeWhich := func() error { return nil }
+	if node != nil {
+		nodeExited, nodeWhich = node.Exited()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
@@ -123,14 +145,20 @@ func Run(ctx context.Context, opts Options) error {
 		return which()
 	case err := <-managerDone:
 		return fmt.Errorf("manager stopped: %w", err)
+	case <-nodeExited:
+		return nodeWhich()
 	}
 }
 
-func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string, node *devenv.Node) {
 	proxyLine := ""
 	if az.ProxyURL != "" {
 		proxyLine = fmt.Sprintf("  proxy               %s  (Azure's public names; source %s)\n",
 			az.ProxyURL, filepath.Join(filepath.Dir(envPath), ProxyEnvFileName))
+	}
+	nodeLine := "none (--no-node)"
+	if node != nil {
+		nodeLine = node.Name + " on " + node.IP + " (containerd: " + node.ContainerdSocket + ")"
 	}
 	fmt.Fprintf(out, `
 Cerulean is up.
@@ -139,12 +167,13 @@ Cerulean is up.
   kubeconfig          %s
   local cloud         %s  (tenant %s, subscription %s)
   cluster (ARM)       %s
-%s  logs                %s
+%s  node                %s
+  logs                %s
 
 Use it:
   source %s
   bin/kubectl get namespaces
 
 Ctrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, filepath.Join(cp.DataDir, "logs"), envPath)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, filepath.Join(cp.DataDir, "logs"), envPath)
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -18,10 +19,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/images"
 )
 
 // TestUpServesAndStopsCleanly: `up` writes DIR/env last, kubectl answers with DIR/kubeconfig, and
@@ -94,20 +99,94 @@ func checkProxyEnv(t *testing.T, dir string, env map[string]string) {
 	}
 }
 
-// TestUpKilledLeavesNoChildren: even a SIGKILL of `up` takes its children down (Pdeathsig).
+// TestUpKilledLeavesNoChildren: even a SIGKILL of `up` takes its children down (Pdeathsig). As
+// root, what the dead node left (running containers and their shims, mounts, the bridge, iptables
+// rules, changed sysctls) is cleaned up by the next `up`, which runs the pod again, and a Ctrl-C
+// of that one leaves nothing of the node on the machine.
 func TestUpKilledLeavesNoChildren(t *testing.T) {
 	dir := t.TempDir()
+	before := readSysctls(t)
 	up := startUp(t, dir)
-	waitForEnv(t, up, dir)
+	env := waitForEnv(t, up, dir)
 	if len(childrenOf(dir)) == 0 {
 		t.Fatal("found no control-plane processes for the data directory; the check below would prove nothing")
 	}
+	node := hasNode(t)
+	var cs kubernetes.Interface
+	if node {
+		cs = clientset(t, env["KUBECONFIG"])
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "survivor"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app", Image: images.TestApp, ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"sleep"},
+			}}},
+		}
+		if _, err := cs.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, cs, "survivor", time.Time{})
+	}
 	stopAndCheck(t, up, dir, syscall.SIGKILL)
+	if !node {
+		return
+	}
+	if len(devenv.NodeLeftovers(dir)) == 0 {
+		t.Fatal("the killed node left nothing behind; the cleanup checked below would prove nothing")
+	}
+	// A killed up cannot remove its env file; the next up does, but not before this test would
+	// read it as the new one's readiness.
+	if err := os.Remove(filepath.Join(dir, "env")); err != nil {
+		t.Fatal(err)
+	}
+
+	resumed := time.Now().Truncate(time.Second) // startedAt has whole seconds
+	again := startUp(t, dir)
+	waitForEnv(t, again, dir)
+	waitRunning(t, cs, "survivor", resumed)
+	stopAndCheck(t, again, dir, syscall.SIGINT)
+	if left := devenv.NodeLeftovers(dir); len(left) > 0 {
+		t.Errorf("after a Ctrl-C of up, the node left behind: %v", left)
+	}
+	if after := readSysctls(t); !maps.Equal(before, after) {
+		t.Errorf("sysctls before up %v, after %v", before, after)
+	}
+}
+
+// waitRunning waits for the pod to be Running with a ready container started at or after since
+// (a container killed with its node is started again by the next kubelet).
+func waitRunning(t *testing.T, cs kubernetes.Interface, name string, since time.Time) {
+	t.Helper()
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		pod, err = cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil || pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) == 0 {
+			return false, nil //nolint:nilerr // retried until the timeout
+		}
+		c := pod.Status.ContainerStatuses[0]
+		return c.Ready && c.State.Running != nil && !c.State.Running.StartedAt.Time.Before(since), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s not running (started since %v): %v; %+v", name, since, err, pod)
+	}
+}
+
+func readSysctls(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, k := range devenv.NodeSysctls {
+		b, err := os.ReadFile(filepath.Join("/proc/sys", strings.ReplaceAll(k, ".", "/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = strings.TrimSpace(string(b))
+	}
+	return out
 }
 
 func TestUpRefusesASecondInstance(t *testing.T) {
 	dir := t.TempDir()
-	up := startUp(t, dir)
+	up := startUp(t, dir, "--no-node")
 	waitForEnv(t, up, dir)
 	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "in use") {
@@ -123,10 +202,13 @@ type upProcess struct {
 	err    error         // up's exit status, valid once done is closed
 }
 
-func startUp(t *testing.T, dir string) *upProcess {
+// startUp runs `cerulean up` on dir with a free cloud port; as root it runs the local node too,
+// waiting for another test package's node to stop (one node runs on a machine at a time).
+func startUp(t *testing.T, dir string, args ...string) *upProcess {
 	t.Helper()
 	p := &upProcess{output: &bytes.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0")
+	args = append([]string{"up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0", "--node-wait", "20m"}, args...)
+	p.cmd = exec.Command(binary(t, "cerulean"), args...)
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	if err := p.cmd.Start(); err != nil {
@@ -138,6 +220,12 @@ func startUp(t *testing.T, dir string) *upProcess {
 	}()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
+		<-p.done
+		// A test that failed half-way leaves the node of the up it killed: undo it now, not at
+		// the next node's start, so that the temporary directory can go and nothing is left.
+		if err := devenv.CleanupStaleNode(context.Background()); err != nil {
+			t.Errorf("clean up the node: %v", err)
+		}
 		if t.Failed() {
 			t.Logf("cerulean up output:\n%s", p.output)
 			if b, err := os.ReadFile(filepath.Join(dir, "logs", "cloud.log")); err == nil {
@@ -153,7 +241,7 @@ func waitForEnv(t *testing.T, up *upProcess, dir string) map[string]string {
 	t.Helper()
 	path := filepath.Join(dir, "env")
 	var b []byte
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 25*time.Minute, true, func(context.Context) (bool, error) {
 		select {
 		case <-up.done:
 			return false, errors.Join(errors.New("up exited before it was ready"), up.err)
@@ -199,9 +287,15 @@ func stopAndCheck(t *testing.T, up *upProcess, dir string, sig syscall.Signal) {
 	if err != nil {
 		t.Fatalf("processes left behind after %v: %v", sig, childrenOf(dir))
 	}
+	// A clean stop also takes down everything of the node (a SIGKILL leaves it to the next up).
+	if sig == syscall.SIGINT {
+		if left := devenv.NodeLeftovers(dir); len(left) > 0 {
+			t.Errorf("the node left behind after %v: %v", sig, left)
+		}
+	}
 }
 
-// childrenOf lists live etcd, kube-apiserver and kube-controller-manager processes that use dir.
+// childrenOf lists live processes of the control plane and the node that use dir.
 func childrenOf(dir string) []string {
 	var found []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -212,10 +306,12 @@ func childrenOf(dir string) []string {
 		}
 		argv := strings.Split(string(b), "\x00")
 		name := filepath.Base(argv[0])
-		if name != "etcd" && name != "kube-apiserver" && name != "kube-controller-manager" {
+		switch name {
+		case "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "containerd":
+		default:
 			continue
 		}
-		if stat, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); err == nil && isZombie(stat) {
+		if status, err := os.ReadFile(filepath.Join(filepath.Dir(p), "status")); err == nil && isZombie(status) {
 			continue
 		}
 		found = append(found, filepath.Dir(p)+" "+name)
@@ -223,10 +319,20 @@ func childrenOf(dir string) []string {
 	return found
 }
 
-// isZombie reads the state field of /proc/PID/stat: a zombie has exited and holds nothing.
-func isZombie(stat []byte) bool {
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+// isZombie reads /proc/PID/status: a zombie has exited and holds nothing, once its last thread
+// is gone (a killed process's main thread is a zombie while the others still release its ports).
+func isZombie(status []byte) bool {
+	var zombie, oneThread bool
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "State":
+			zombie = strings.HasPrefix(strings.TrimSpace(v), "Z")
+		case "Threads":
+			oneThread = strings.TrimSpace(v) == "1"
+		}
+	}
+	return zombie && oneThread
 }
 
 // requestCloudToken uses DIR/env the way a user's program does: the real azidentity client with
@@ -287,7 +393,7 @@ func TestUpNamesATakenCloudPort(t *testing.T) {
 	}
 	defer l.Close()
 	dir := t.TempDir()
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", l.Addr().String(), "--proxy-addr", "0").CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--no-node", "--data-dir", dir, "--cloud-addr", l.Addr().String(), "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), l.Addr().String()) || !strings.Contains(string(out), "--cloud-addr") {
 		t.Errorf("up with its cloud port taken: err=%v output=%q, want an error naming the address and --cloud-addr", err, out)
 	}

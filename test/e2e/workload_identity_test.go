@@ -26,7 +26,7 @@ import (
 // The workload identity flow on the whole system: `up` registers its cluster in the local cloud
 // with the control plane's issuer; a managed identity trusts that issuer for one service account;
 // that service account's projected-style token from kube-apiserver is exchanged for an access
-// token, and another service account's is refused.
+// token, and another service account's is refused. As root, the same runs as a real pod.
 func TestWorkloadIdentityFederationAgainstTheLocalCluster(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, dir)
@@ -138,6 +138,18 @@ func TestWorkloadIdentityFederationAgainstTheLocalCluster(t *testing.T) {
 	}
 	if *got.Value != "s3cr3t-e2e" {
 		t.Errorf("secret value %q", *got.Value)
+	}
+
+	// The same, as a real pod on the node: the projected token the kubelet writes, exchanged by
+	// the Azure SDK's DefaultAzureCredential in the test-app image; and, beside it, a pod that
+	// uses a client secret given as env from a Kubernetes Secret.
+	if hasNode(t) {
+		cs := clientset(t, kubeconfig)
+		caConfigMap(t, cs, env)
+		logs := runToCompletion(t, cs, kubeconfig, workloadIdentityPod("wi-app", vaultURI, "db-password", *mi.Properties.ClientID, env))
+		secretReadLine(t, logs, "db-password", "s3cr3t-e2e")
+		logs = runToCompletion(t, cs, kubeconfig, clientSecretPod(t, cs, "sp-app", vaultURI, "db-password", env))
+		secretReadLine(t, logs, "db-password", "s3cr3t-e2e")
 	}
 
 	kubectl(t, kubeconfig, "create", "serviceaccount", "other")

@@ -1,0 +1,301 @@
+// Package images builds the container images the local node runs, from this module's Go
+// binaries, with no registry: each image is one static binary in one layer, written as an OCI
+// image layout in a tar file that `ctr images import` loads into the node's containerd.
+// Images are reproducible: the same binary gives the same digest.
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Registry is the host part of every local image's name. Nothing is ever pulled from it: the
+// node's containerd refuses every pull, and pods use imagePullPolicy IfNotPresent or Never.
+const Registry = "cerulean.local"
+
+// The images' names, as pods and the Helm chart name them.
+const (
+	Cerulean = Registry + "/cerulean:dev"
+	Pause    = Registry + "/pause:3.10"
+	TestApp  = Registry + "/test-app:dev"
+)
+
+// Spec describes one image: which package of this module becomes its binary, and where.
+type Spec struct {
+	// Name is the image reference.
+	Name string
+	// Package is the Go package built, relative to the module root (./cmd/cerulean).
+	Package string
+	// Binary is the binary's path in the image; it is also the entrypoint.
+	Binary string
+	// File names the image's archive in the output directory.
+	File string
+}
+
+// All are the images `make images` builds.
+var All = []Spec{
+	{Name: Cerulean, Package: "./cmd/cerulean", Binary: "/usr/local/bin/cerulean", File: "cerulean.tar"},
+	{Name: Pause, Package: "./internal/images/pause", Binary: "/pause", File: "pause.tar"},
+	{Name: TestApp, Package: "./test/app", Binary: "/usr/local/bin/test-app", File: "test-app.tar"},
+}
+
+// Options configure Build.
+type Options struct {
+	// ModuleDir is the root of this Go module; empty means found upwards from the working directory.
+	ModuleDir string
+	// OutDir receives one archive per image (Spec.File).
+	OutDir string
+	// Only limits the build to these image names; empty builds All.
+	Only []string
+	// LDFlags are passed to go build (version stamping).
+	LDFlags string
+	// Progress receives one line per image; nil discards them.
+	Progress io.Writer
+}
+
+// Build compiles each image's binary for linux on this machine's architecture and writes its
+// archive, atomically. It returns the archives' paths.
+func Build(ctx context.Context, opts Options) ([]string, error) {
+	if opts.OutDir == "" {
+		return nil, errors.New("build images: no output directory given")
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	modDir := opts.ModuleDir
+	if modDir == "" {
+		var err error
+		if modDir, err = moduleRoot(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o750); err != nil {
+		return nil, fmt.Errorf("build images: %w", err)
+	}
+	work, err := os.MkdirTemp(opts.OutDir, ".build-")
+	if err != nil {
+		return nil, fmt.Errorf("build images: %w", err)
+	}
+	defer os.RemoveAll(work)
+
+	var out []string
+	for _, s := range All {
+		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.Name) {
+			continue
+		}
+		fmt.Fprintf(progress, "building image %s from %s…\n", s.Name, s.Package)
+		bin := filepath.Join(work, path.Base(s.Binary))
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", opts.LDFlags, "-o", bin, s.Package)
+		cmd.Dir = modDir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build image %s: go build %s: %w\n%s", s.Name, s.Package, err, b)
+		}
+		content, err := os.ReadFile(bin)
+		if err != nil {
+			return nil, fmt.Errorf("build image %s: %w", s.Name, err)
+		}
+		img, err := FromBinary(content, s.Binary)
+		if err != nil {
+			return nil, fmt.Errorf("build image %s: %w", s.Name, err)
+		}
+		dst := filepath.Join(opts.OutDir, s.File)
+		if err := WriteArchive(dst, s.Name, img); err != nil {
+			return nil, fmt.Errorf("build image %s: %w", s.Name, err)
+		}
+		out = append(out, dst)
+	}
+	return out, nil
+}
+
+// FromBinary is an image holding one executable at binary (also its entrypoint) and an empty,
+// world-writable /tmp. Timestamps are zero so that the digest depends on the content only.
+func FromBinary(content []byte, binary string) (v1.Image, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := []string{"tmp/"}
+	for d := path.Dir(strings.TrimPrefix(binary, "/")); d != "." && d != "/"; d = path.Dir(d) {
+		dirs = append(dirs, d+"/")
+	}
+	slices.Sort(dirs)
+	for _, d := range dirs {
+		mode := int64(0o755)
+		if d == "tmp/" {
+			mode = 0o1777
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode, ModTime: time.Unix(0, 0)}); err != nil {
+			return nil, fmt.Errorf("write layer: %w", err)
+		}
+	}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(binary, "/"), Mode: 0o755, Size: int64(len(content)), ModTime: time.Unix(0, 0)}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return nil, fmt.Errorf("write layer: %w", err)
+	}
+	if _, err := tw.Write(content); err != nil {
+		return nil, fmt.Errorf("write layer: %w", err)
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("write layer: %w", err)
+	}
+	layerBytes := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerBytes)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, fmt.Errorf("make layer: %w", err)
+	}
+	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layer)
+	if err != nil {
+		return nil, fmt.Errorf("make image: %w", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("make image: %w", err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.Config.Entrypoint = []string{binary}
+	cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	img, err = mutate.ConfigFile(img, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("make image: %w", err)
+	}
+	return img, nil
+}
+
+// Annotations containerd's importer reads to name an image of an OCI layout.
+const (
+	containerdNameAnnotation = "io.containerd.image.name"
+	ociRefNameAnnotation     = "org.opencontainers.image.ref.name"
+)
+
+// WriteArchive writes img as an OCI image layout, tarred, to dst (atomically), named name.
+func WriteArchive(dst, name string, img v1.Image) error {
+	dir, err := os.MkdirTemp(filepath.Dir(dst), ".layout-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	defer os.RemoveAll(dir)
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return fmt.Errorf("write layout: %w", err)
+	}
+	tag := name[strings.LastIndex(name, ":")+1:]
+	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{
+		containerdNameAnnotation: name,
+		ociRefNameAnnotation:     tag,
+	})); err != nil {
+		return fmt.Errorf("write layout: %w", err)
+	}
+	tmp := dst + ".tmp"
+	if err := tarDir(dir, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	return nil
+}
+
+// tarDir writes the files under dir into a tar at dst, with stable names and zero timestamps.
+func tarDir(dir, dst string) (err error) {
+	f, err := os.Create(dst)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("write %s: %w", dst, cerr)
+		}
+	}()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	defer root.Close()
+	tw := tar.NewWriter(f)
+	walkErr := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		hdr, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		if d.IsDir() {
+			hdr.Name += "/"
+		}
+		hdr.ModTime, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = time.Unix(0, 0), 0, 0, "", ""
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		src, err := root.Open(rel)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		_, err = io.Copy(tw, src)
+		return err
+	})
+	if walkErr != nil {
+		return fmt.Errorf("write %s: %w", dst, walkErr)
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	return nil
+}
+
+// moduleRoot finds the enclosing directory with this module's go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find module root: %w", err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module github.com/cerulean/cerulean\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find module root: run inside the cerulean repository")
+		}
+		dir = parent
+	}
+}

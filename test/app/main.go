@@ -1,0 +1,151 @@
+// Command test-app is the small workload the local node's tests run in a pod. Without arguments
+// it reads one Key Vault secret with DefaultAzureCredential, exactly as an application would, and
+// prints the secret's name, version and the SHA-256 of its value (never the value itself).
+//
+// Environment: VAULT_URL and SECRET_NAME; the credential reads the standard AZURE_* variables
+// (a client secret, or workload identity's AZURE_FEDERATED_TOKEN_FILE), AZURE_AUTHORITY_HOST and
+// SSL_CERT_FILE for a cloud other than Azure's public one.
+//
+// The image has no shell, so the same binary also serves the node's tests as a tool:
+//
+//	test-app serve ADDR   HTTP server answering every request with the caller's address
+//	test-app get URL      prints the body of an HTTP GET (exit 1 unless 200)
+//	test-app cat FILE...  prints files
+//	test-app sleep        waits for SIGTERM
+//	test-app echo WORDS   prints its arguments and waits for SIGTERM (a container with logs)
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+
+	"github.com/cerulean/cerulean/internal/azure"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 {
+		err = tool(ctx, os.Args[1], os.Args[2:], os.Stdout)
+	} else {
+		err = run(ctx, os.Getenv, os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test-app:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	vault, name := getenv("VAULT_URL"), getenv("SECRET_NAME")
+	if vault == "" || name == "" {
+		return errors.New("VAULT_URL and SECRET_NAME are required")
+	}
+	cfg := azure.ConfigFromEnv(getenv)
+	opts, err := cfg.ClientOptions()
+	if err != nil {
+		return fmt.Errorf("configure client: %w", err)
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
+		ClientOptions:            opts,
+		TenantID:                 cfg.TenantID,
+		DisableInstanceDiscovery: !cfg.IsPublic(),
+	})
+	if err != nil {
+		return fmt.Errorf("build credential: %w", err)
+	}
+	secretsOpts, err := cfg.SecretsOptions()
+	if err != nil {
+		return fmt.Errorf("configure client: %w", err)
+	}
+	client, err := azsecrets.NewClient(vault, cred, secretsOpts)
+	if err != nil {
+		return fmt.Errorf("build secrets client: %w", err)
+	}
+	resp, err := client.GetSecret(ctx, name, "", nil)
+	if err != nil {
+		return fmt.Errorf("read secret %s: %w", name, err)
+	}
+	if resp.Value == nil || resp.ID == nil {
+		return fmt.Errorf("read secret %s: the response has no value", name)
+	}
+	sum := sha256.Sum256([]byte(*resp.Value))
+	fmt.Fprintf(out, "read secret %s version %s sha256 %s\n", name, path.Base(string(*resp.ID)), hex.EncodeToString(sum[:]))
+	return nil
+}
+
+func tool(ctx context.Context, name string, args []string, out io.Writer) error {
+	switch name {
+	case "serve":
+		if len(args) != 1 {
+			return errors.New("usage: test-app serve ADDR")
+		}
+		srv := &http.Server{Addr: args[0], ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "remote %s\n", r.RemoteAddr) //nolint:gosec // plain text, for tests
+
+		})}
+		go func() {
+			<-ctx.Done()
+			_ = srv.Close()
+		}()
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	case "get":
+		if len(args) != 1 {
+			return errors.New("usage: test-app get URL")
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil) //nolint:gosec // a test tool: it fetches what the test names
+		if err != nil {
+			return err
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req) //nolint:gosec // a test tool: it fetches what the test names
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(out, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", args[0], resp.Status)
+		}
+		return nil
+	case "cat":
+		for _, f := range args {
+			b, err := os.ReadFile(f) //nolint:gosec // a test tool: it prints what the test names
+			if err != nil {
+				return err
+			}
+			if _, err := out.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "echo":
+		fmt.Fprintln(out, strings.Join(args, " "))
+		<-ctx.Done()
+		return nil
+	case "sleep":
+		<-ctx.Done()
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", name)
+}

@@ -196,6 +196,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	mux := http.NewServeMux()
 	c.entra.Register(mux)
 	c.registerMetadata(mux)
+	c.registerVaultLookup(mux)
 	if err := c.startMSI(mux); err != nil {
 		return nil, err
 	}

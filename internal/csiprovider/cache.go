@@ -31,13 +31,19 @@ func newObjectCache(max int, now func() time.Time) *objectCache {
 // get returns the entry for key if it has not expired, else fetches it once for all callers.
 // Failures are not cached.
 func (c *objectCache) get(key string, ttl time.Duration, fetch func() ([]fetched, error)) ([]fetched, error) {
-	c.mu.Lock()
-	e, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && (e.expires.IsZero() || c.now().Before(e.expires)) {
-		return e.val, nil
+	fresh := func() ([]fetched, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e, ok := c.m[key]
+		return e.val, ok && (e.expires.IsZero() || c.now().Before(e.expires))
+	}
+	if val, ok := fresh(); ok {
+		return val, nil
 	}
 	v, err, _ := c.flight.Do(key, func() (any, error) {
+		if val, ok := fresh(); ok { // a flight that ended just before this one began
+			return val, nil
+		}
 		val, err := fetch()
 		if err != nil {
 			return nil, err

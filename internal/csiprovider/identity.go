@@ -36,7 +36,6 @@ type proof struct {
 // hash of everything the exchange used (the service-account token, the client secret, the pod,
 // the identity selector), so a mount is served only under an identity its own inputs proved.
 type prover struct {
-	cloud  cloudEnv
 	azure  azure.Config
 	podURL string
 	now    func() time.Time
@@ -49,8 +48,19 @@ type prover struct {
 }
 
 func credKey(m *mount, authority string) string {
+	parts := []string{authority, string(m.mode), m.tenantID}
+	switch m.mode {
+	case AuthWorkloadIdentity:
+		parts = append(parts, m.clientID, m.saToken)
+	case AuthServicePrincipal:
+		parts = append(parts, m.clientID, m.clientSecret)
+	case AuthVMManagedIdentity:
+		parts = append(parts, m.userAssigned)
+	case AuthPodIdentity:
+		parts = append(parts, m.podNamespace, m.podName)
+	}
 	h := sha256.New()
-	for _, s := range []string{authority, string(m.mode), m.tenantID, m.clientID, m.clientSecret, m.saToken, m.userAssigned, m.podNamespace, m.podName} {
+	for _, s := range parts {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -58,22 +68,29 @@ func credKey(m *mount, authority string) string {
 }
 
 // prove returns the mount's proven identity and Key Vault token.
-func (p *prover) prove(ctx context.Context, m *mount) (proof, error) {
-	key := credKey(m, p.cloud.authority)
-	if p.cache {
-		p.mu.Lock()
-		pr, ok := p.proofs[key]
-		p.mu.Unlock()
-		if ok && p.now().Add(tokenMargin).Before(pr.token.ExpiresOn) {
-			return pr, nil
+func (p *prover) prove(ctx context.Context, c cloudEnv, m *mount) (proof, error) {
+	key := credKey(m, c.authority)
+	cached := func() (proof, bool) {
+		if !p.cache {
+			return proof{}, false
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		pr, ok := p.proofs[key]
+		return pr, ok && p.now().Add(tokenMargin).Before(pr.token.ExpiresOn)
+	}
+	if pr, ok := cached(); ok {
+		return pr, nil
 	}
 	v, err, _ := p.flight.Do(key, func() (any, error) {
-		cred, err := p.credential(m)
+		if pr, ok := cached(); ok { // a flight that ended just before this one began
+			return pr, nil
+		}
+		cred, err := p.credential(c, m)
 		if err != nil {
 			return proof{}, err
 		}
-		tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{p.cloud.keyVaultScope}, TenantID: m.tenantID})
+		tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{c.keyVaultScope}, TenantID: m.tenantID})
 		if err != nil {
 			return proof{}, fmt.Errorf("%w (%s): %w", ErrAuthentication, m.mode, err)
 		}
@@ -110,9 +127,9 @@ func (p *prover) prune() {
 }
 
 // credential builds the mount's credential through the SDK (or the node agent's protocol).
-func (p *prover) credential(m *mount) (azcore.TokenCredential, error) {
+func (p *prover) credential(c cloudEnv, m *mount) (azcore.TokenCredential, error) {
 	cfg := p.azure
-	cfg.AuthorityHost = p.cloud.authority
+	cfg.AuthorityHost = c.authority
 	opts, err := cfg.ClientOptions()
 	if err != nil {
 		return nil, err
@@ -132,8 +149,9 @@ func (p *prover) credential(m *mount) (azcore.TokenCredential, error) {
 	case AuthVMManagedIdentity:
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if c, ok := p.mis[m.userAssigned]; ok {
-			return c, nil
+		miKey := c.authority + " " + m.userAssigned
+		if cred, ok := p.mis[miKey]; ok {
+			return cred, nil
 		}
 		o := &azidentity.ManagedIdentityCredentialOptions{ClientOptions: opts}
 		switch {
@@ -142,12 +160,12 @@ func (p *prover) credential(m *mount) (azcore.TokenCredential, error) {
 		case m.userAssigned != "":
 			o.ID = azidentity.ClientID(m.userAssigned)
 		}
-		c, err := azidentity.NewManagedIdentityCredential(o)
+		cred, err := azidentity.NewManagedIdentityCredential(o)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s): %w", ErrAuthentication, m.mode, err)
 		}
-		p.mis[m.userAssigned] = c
-		return c, nil
+		p.mis[miKey] = cred
+		return cred, nil
 	}
 	return nil, fmt.Errorf("%w: unknown mode %q", ErrInvalidParameters, m.mode)
 }

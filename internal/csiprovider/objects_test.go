@@ -50,7 +50,9 @@ func TestParseObjects(t *testing.T) {
 }
 
 func TestParseObjectsErrors(t *testing.T) {
-	item := func(body string) string { return "array:\n  - |\n    " + strings.ReplaceAll(body, "\n", "\n    ") + "\n" }
+	item := func(body string) string {
+		return "array:\n  - |\n    " + strings.ReplaceAll(body, "\n", "\n    ") + "\n"
+	}
 	for _, tc := range []struct{ name, in, want string }{
 		{"empty", "", "objects is not set"},
 		{"no array", "foo: bar", "objects array is empty"},

@@ -165,12 +165,11 @@ func (p *Provider) mount(ctx context.Context, m *mount) (*v1alpha1.MountResponse
 	if err != nil {
 		return nil, err
 	}
-	p.prover.cloud = c // one cloud per provider in practice; the prover keys by authority anyway
 	uri, err := p.vaultURI(ctx, c, m.vaultName)
 	if err != nil {
 		return nil, err
 	}
-	pr, err := p.prover.prove(ctx, m)
+	pr, err := p.prover.prove(ctx, c, m)
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +195,18 @@ func (p *Provider) mount(ctx context.Context, m *mount) (*v1alpha1.MountResponse
 	}
 	resp := &v1alpha1.MountResponse{}
 	total := 0
+	ids := map[string]bool{}
 	for i, o := range m.objects {
 		mode, err := o.Mode(m.permission)
 		if err != nil {
 			return nil, err
 		}
 		history := o.ObjectVersionHistory > 1
+		base := o.UID()
+		if ids[base] { // the same object again under another alias: keep both ids apart
+			base += "/" + o.FileName()
+		}
+		ids[base] = true
 		for j, f := range results[i] {
 			content, err := decode(f.value, o)
 			if err != nil {
@@ -211,7 +216,7 @@ func (p *Provider) mount(ctx context.Context, m *mount) (*v1alpha1.MountResponse
 			if total > MaxMountBytes {
 				return nil, fmt.Errorf("%w: the files of this mount exceed %d bytes at %s", ErrMountTooLarge, MaxMountBytes, o)
 			}
-			file, uid := o.FileName(), o.UID()
+			file, uid := o.FileName(), base
 			if history {
 				file, uid = path.Join(file, strconv.Itoa(j)), uid+"/"+strconv.Itoa(j)
 			}

@@ -82,7 +82,7 @@ func (p *prover) prove(ctx context.Context, c cloudEnv, m *mount) (proof, error)
 	if pr, ok := cached(); ok {
 		return pr, nil
 	}
-	v, err, _ := p.flight.Do(key, func() (any, error) {
+	exchange := func() (any, error) {
 		if pr, ok := cached(); ok { // a flight that ended just before this one began
 			return pr, nil
 		}
@@ -106,7 +106,15 @@ func (p *prover) prove(ctx context.Context, c cloudEnv, m *mount) (proof, error)
 			p.mu.Unlock()
 		}
 		return pr, nil
-	})
+	}
+	if !p.cache { // the upstream provider's behaviour: every mount its own exchange
+		v, err := exchange()
+		if err != nil {
+			return proof{}, err
+		}
+		return v.(proof), nil
+	}
+	v, err, _ := p.flight.Do(key, exchange)
 	if err != nil {
 		return proof{}, err
 	}

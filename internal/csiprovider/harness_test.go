@@ -101,7 +101,7 @@ func (e *env) startProvider(t *testing.T, ttl time.Duration) {
 	t.Cleanup(func() { _ = srv.Close() })
 	// Dialled as the driver's provider client dials: a unix socket, no transport security.
 	conn, err := grpc.NewClient("unix://"+e.socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", e.socket)
 		}))
 	if err != nil {

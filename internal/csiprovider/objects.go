@@ -223,7 +223,7 @@ func validFileName(name string) error {
 	case strings.ContainsAny(name, `/\`+"\x00"):
 		return fmt.Errorf("file name %q must not contain a path separator", name)
 	case strings.HasPrefix(name, ".."):
-		return fmt.Errorf("file name %q must not start with ..", name)
+		return fmt.Errorf("file name %q must not start with two dots", name)
 	case filepath.IsAbs(name):
 		return fmt.Errorf("file name %q must be relative", name)
 	}

@@ -20,7 +20,7 @@ const (
 
 // TokenExchangeAudience is the audience of the service-account token workload identity
 // exchanges, as the driver's CSIDriver tokenRequests name it.
-const TokenExchangeAudience = "api://AzureADTokenExchange"
+const TokenExchangeAudience = "api://AzureADTokenExchange" //nolint:gosec // an audience, not a credential
 
 // ErrInvalidParameters reports a mount request the provider cannot act on.
 var ErrInvalidParameters = errors.New("invalid SecretProviderClass parameters")

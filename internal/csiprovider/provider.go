@@ -220,7 +220,7 @@ func (p *Provider) mount(ctx context.Context, m *mount) (*v1alpha1.MountResponse
 			if history {
 				file, uid = path.Join(file, strconv.Itoa(j)), uid+"/"+strconv.Itoa(j)
 			}
-			resp.Files = append(resp.Files, &v1alpha1.File{Path: file, Mode: int32(mode), Contents: content})
+			resp.Files = append(resp.Files, &v1alpha1.File{Path: file, Mode: int32(mode & os.ModePerm), Contents: content})
 			resp.ObjectVersion = append(resp.ObjectVersion, &v1alpha1.ObjectVersion{Id: uid, Version: f.version})
 		}
 	}
@@ -425,6 +425,3 @@ func grpcCode(err error) codes.Code {
 	}
 	return codes.Internal
 }
-
-// fileMode is os.FileMode for the request's default; kept for readers of Mode's int32.
-var _ = os.FileMode(0)

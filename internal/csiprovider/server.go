@@ -27,7 +27,7 @@ type Server struct {
 // Listen serves p on a unix socket at path (its directory is created 0755, a stale socket
 // replaced, the socket made 0600 for the driver, which runs as root). Close stops it.
 func Listen(p *Provider, path string) (*Server, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // the providers directory is the driver's, shared with other providers
 		return nil, fmt.Errorf("create providers directory: %w", err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -94,6 +94,13 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings())
+	if err != nil {
+		return err
+	}
+	defer csiLog.Close()
+	defer func() { _ = csi.Close() }()
+
 	if az.Proxy() != nil {
 		proxyEnv := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.ProxyEnv()...)
 		if err := fsutil.WriteFileAtomic(proxyEnvPath, []byte(cloud.FormatEnv(proxyEnv)), 0o600); err != nil {
@@ -101,7 +108,8 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
-	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
+	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID),
+		"CERULEAN_CSI_PROVIDER_SOCKET="+shellenv.Quote(csiSocket))
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}

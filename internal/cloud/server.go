@@ -211,7 +211,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	admin.New(admin.Options{
 		Entra: c.entra, TenantID: boot.TenantID, OwnerObjectID: boot.ObjectID, Audience: ResourceManagerAudience,
 		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,
-		Faults: c.faults, Requests: c.requests,
+		Faults: c.faults, Requests: c.requests, CA: c.pki.CA, AuthorityHost: c.settings.AuthorityHost,
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
 	c.handler = httpx.CompleteBody(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux))))

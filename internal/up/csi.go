@@ -12,8 +12,8 @@ import (
 	"github.com/cerulean/cerulean/internal/csiprovider"
 )
 
-// CSIProvidersDir, in the data directory, is where `up` serves the Key Vault provider for the
-// Secrets Store CSI Driver (azure.sock): the driver's --providers-dir.
+// CSIProvidersDir is the directory, in the data directory, where `up` serves the Key Vault
+// provider for the Secrets Store CSI Driver (azure.sock): the driver's --providers-dir.
 const CSIProvidersDir = "secrets-store-csi-providers"
 
 // startCSIProvider serves the Key Vault provider against the local cloud, logging to

@@ -59,3 +59,28 @@ func TestParseMount(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseMount: whatever the driver sends, parseMount returns a mount with one auth mode and
+// valid objects, or ErrInvalidParameters / ErrInvalidObjects; it never panics.
+func FuzzParseMount(f *testing.F) {
+	f.Add(attrs("tenantId", "t"), `{"clientid":"c","clientsecret":"s"}`, "420")
+	f.Add(attrs("tenantId", "t", "clientID", "x", AttrSATokens, `{"api://AzureADTokenExchange":{"token":"j"}}`), "", "420")
+	f.Add(attrs("tenantID", "t", "usePodIdentity", "1", AttrPodName, "p", AttrPodNamespace, "n"), "null", "384")
+	f.Fuzz(func(t *testing.T, attributes, secrets, permission string) {
+		m, err := parseMount(attributes, secrets, permission)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidParameters) && !errors.Is(err, ErrInvalidObjects) {
+				t.Fatalf("error %v is neither ErrInvalidParameters nor ErrInvalidObjects", err)
+			}
+			return
+		}
+		switch m.mode {
+		case AuthWorkloadIdentity, AuthVMManagedIdentity, AuthPodIdentity, AuthServicePrincipal:
+		default:
+			t.Fatalf("mode %q", m.mode)
+		}
+		if m.vaultName == "" || m.tenantID == "" || len(m.objects) == 0 || m.permission > 0o777 {
+			t.Fatalf("accepted %+v", m)
+		}
+	})
+}

@@ -70,8 +70,12 @@ fuzz: ## Run every fuzz target for FUZZTIME each (make test runs only their seed
 cloud: build ## Run the local cloud alone (state in DATA_DIR/cloud)
 	$(BIN)/cerulean cloud --data-dir $(DATA_DIR)/cloud
 
+.PHONY: bench-tools
+bench-tools: ## Build the benchmark's baseline peers into bin/ (Azure Service Operator v2; first run only)
+	hack/tools/build.sh aso
+
 .PHONY: bench
-bench: build tools ## Run the benchmarks and write docs/benchmarks.md
+bench: build tools bench-tools ## Run the benchmarks and write docs/benchmarks.md
 	go run ./hack/bench -out docs/benchmarks.md
 
 .PHONY: clean

@@ -204,13 +204,14 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	mux := http.NewServeMux()
 	c.entra.Register(mux)
 	c.registerMetadata(mux)
+	c.registerVaultLookup(mux)
 	if err := c.startMSI(mux); err != nil {
 		return nil, err
 	}
 	admin.New(admin.Options{
 		Entra: c.entra, TenantID: boot.TenantID, OwnerObjectID: boot.ObjectID, Audience: ResourceManagerAudience,
 		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,
-		Faults: c.faults, Requests: c.requests,
+		Faults: c.faults, Requests: c.requests, CA: c.pki.CA, AuthorityHost: c.settings.AuthorityHost,
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
 	c.handler = httpx.CompleteBody(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux))))

@@ -110,6 +110,12 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}()
 	}
+	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings())
+	if err != nil {
+		return err
+	}
+	defer csiLog.Close()
+	defer func() { _ = csi.Close() }()
 
 	fmt.Fprintln(opts.Out, "starting the manager…")
 	mgrCtx, stopManager := context.WithCancel(ctx)
@@ -126,7 +132,8 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
-	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
+	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID),
+		"CERULEAN_CSI_PROVIDER_SOCKET="+shellenv.Quote(csiSocket))
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}

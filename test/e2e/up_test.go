@@ -27,6 +27,7 @@ import (
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/images"
+	cerup "github.com/cerulean/cerulean/internal/up"
 )
 
 // TestUpServesAndStopsCleanly: `up` writes DIR/env last, kubectl answers with DIR/kubeconfig, and
@@ -49,9 +50,10 @@ func TestUpServesAndStopsCleanly(t *testing.T) {
 	server := kubectl(t, kubeconfig, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")
 	requestCloudToken(t, env)
 	checkProxyEnv(t, dir, env)
+	checkCSIProvider(t, dir, env)
 
 	stopAndCheck(t, up, dir, syscall.SIGINT)
-	for _, f := range []string{"env", "proxy.env"} {
+	for _, f := range []string{"env", "proxy.env", filepath.Join(cerup.CSIProvidersDir, "azure.sock")} {
 		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still present after up stopped: %v", f, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/faults"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/pki"
 )
 
 // Prefix is the root of the admin API.
@@ -36,6 +37,8 @@ type Options struct {
 	Clock         func() time.Time
 	Faults        *faults.Injector // the fault rules under /faults; nil = no such routes
 	Requests      *reqlog.Log      // the request log under /requests; nil = no such routes
+	CA            *pki.CA          // signs managed identities' credentials; nil = no such route
+	AuthorityHost string           // Entra ID's address, the credentials' authentication_endpoint
 }
 
 // API is the admin API.
@@ -84,6 +87,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.Handle("POST "+Prefix+"/principals/{clientId}/secrets", h(a.addSecret))
 	mux.Handle("PUT "+Prefix+"/principals/{clientId}/federatedIdentityCredentials/{name}", h(a.putFIC))
 	a.registerFaults(mux, h)
+	a.registerCredentials(mux, h)
 }
 
 func (a *API) authorized(next httpx.Handler) httpx.Handler {

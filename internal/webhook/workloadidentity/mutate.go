@@ -28,10 +28,10 @@ const (
 	TokenFileEnv               = "AZURE_FEDERATED_TOKEN_FILE" //nolint:gosec // a name, not a credential
 	AuthorityHostEnv           = "AZURE_AUTHORITY_HOST"
 	TokenVolume                = "azure-identity-token"
-	TokenMountPath             = "/var/run/secrets/azure/tokens"           //nolint:gosec // a path, not a credential
-	TokenFile                  = TokenMountPath + "/" + TokenVolume        //nolint:gosec // a path, not a credential
-	DefaultAudience            = "api://AzureADTokenExchange"              //nolint:gosec // an audience, not a credential
-	DefaultAuthorityHost       = "https://login.microsoftonline.com/"      //nolint:gosec // Azure's public authority
+	TokenMountPath             = "/var/run/secrets/azure/tokens"      //nolint:gosec // a path, not a credential
+	TokenFile                  = TokenMountPath + "/" + TokenVolume   //nolint:gosec // a path, not a credential
+	DefaultAudience            = "api://AzureADTokenExchange"         //nolint:gosec // an audience, not a credential
+	DefaultAuthorityHost       = "https://login.microsoftonline.com/" //nolint:gosec // Azure's public authority
 	MinTokenExpiration         = int64(3600)
 	MaxTokenExpiration         = int64(86400)
 	DefaultTokenExpiration     = int64(3600)

@@ -176,7 +176,7 @@ func TestMutate(t *testing.T) {
 			}}}}
 			return p
 		}(),
-		sa: sa(map[string]string{ClientIDAnnotation: clientID}),
+		sa:  sa(map[string]string{ClientIDAnnotation: clientID}),
 		cfg: cfg,
 		wantEnv: map[string]map[string]string{
 			"init": full, "other": full,
@@ -285,8 +285,12 @@ func TestMutateProxySidecar(t *testing.T) {
 	}
 
 	for name, p := range map[string]*corev1.Pod{
-		"port":        pod(map[string]string{InjectProxyAnnotation: "true", ProxyPortAnnotation: "70000"}, "app"),
-		"hostNetwork": func() *corev1.Pod { p := pod(map[string]string{InjectProxyAnnotation: "true"}, "app"); p.Spec.HostNetwork = true; return p }(),
+		"port": pod(map[string]string{InjectProxyAnnotation: "true", ProxyPortAnnotation: "70000"}, "app"),
+		"hostNetwork": func() *corev1.Pod {
+			p := pod(map[string]string{InjectProxyAnnotation: "true"}, "app")
+			p.Spec.HostNetwork = true
+			return p
+		}(),
 	} {
 		if _, err := Mutate(p, sa(nil), withImages); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)

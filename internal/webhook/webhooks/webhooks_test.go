@@ -12,8 +12,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
-	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
+	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 

@@ -101,7 +101,9 @@ func (g Logger) Info(msg string, kv ...any) { g.l.Info(msg, kv...) }
 func (g Logger) Debug(msg string, kv ...any) { g.l.Debug(msg, kv...) }
 
 // Trace logs below debug level.
-func (g Logger) Trace(msg string, kv ...any) { g.l.Log(context.Background(), slog.LevelDebug-4, msg, kv...) }
+func (g Logger) Trace(msg string, kv ...any) {
+	g.l.Log(context.Background(), slog.LevelDebug-4, msg, kv...)
+}
 
 // Error logs err with the root logger.
 func Error(msg string, err error, kv ...any) { New().Error(msg, err, kv...) }

@@ -211,7 +211,12 @@ func withCeruleanWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: manager:", err)
+		}
+	}()
 	if err := waitMutated(ctx, cp); err != nil {
 		return zero, err
 	}
@@ -285,7 +290,7 @@ func deregister(ctx context.Context, cp *devenv.ControlPlane) {
 	// kube-apiserver drops the webhook through a watch: wait until a labelled pod is no longer mutated.
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if mutatedOnce(ctx, cs) == errNotMutated {
+		if errors.Is(mutatedOnce(ctx, cs), errNotMutated) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

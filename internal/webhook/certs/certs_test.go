@@ -62,7 +62,12 @@ func serve(t *testing.T, c client.Client, r *certs.Rotator) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("webhook server: %v", err)
+		}
+	})
 	return fmt.Sprintf("https://127.0.0.1:%d", port)
 }
 
@@ -115,7 +120,7 @@ func mutated(t *testing.T, cs *kubernetes.Clientset, ns string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("pod not mutated: %v", err)
+			return fmt.Errorf("pod not mutated: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -28,8 +28,10 @@ import (
 
 // Server is a running webhook.
 type Server struct {
-	URL    string
-	CAPEM  []byte
+	URL   string
+	CAPEM []byte
+	// Err is what the server returned once stopped.
+	Err    error
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -79,7 +81,7 @@ func Start(t testing.TB, rc *rest.Config, cfg wi.Config, ns string) *Server {
 func (s *Server) Stop() {
 	if s.cancel != nil {
 		s.cancel()
-		<-s.done
+		s.Err = <-s.done
 		s.cancel = nil
 	}
 }

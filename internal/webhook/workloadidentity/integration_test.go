@@ -2,16 +2,26 @@ package workloadidentity_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/pki"
 	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
@@ -197,5 +207,84 @@ func TestFailurePolicyFailWhenTheWebhookIsDown(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod("plain", "app", false, nil), metav1.CreateOptions{}); err != nil {
 		t.Errorf("an unlabelled pod with the webhook down: %v", err)
+	}
+}
+
+// Another mutating webhook that runs after this one adds a container; reinvocationPolicy
+// IfNeeded makes kube-apiserver call this webhook again, so the added container gets the
+// identity too, and what was injected the first time is not injected twice.
+func TestReinvocationReachesContainersAddedLater(t *testing.T) {
+	cs, _, _, ns := setup(t)
+	rc := devenvtest.ControlPlane(t).RESTConfig
+	webhooktest.Start(t, rc, whCfg, ns)
+
+	inject := admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+		p := &corev1.Pod{}
+		if err := admission.NewDecoder(scheme.Scheme).Decode(req, p); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		for _, c := range p.Spec.Containers {
+			if c.Name == "late-sidecar" {
+				return admission.Allowed("already there")
+			}
+		}
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "late-sidecar", Image: "sidecar"})
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	})
+	srv := httptest.NewTLSServer(&webhook.Admission{Handler: inject})
+	defer srv.Close()
+	// Configurations are called in name order: this one after cerulean-workload-identity.
+	later, err := wi.Configuration(wi.ClientConfig{URL: srv.URL, CABundle: pki.EncodeCert(srv.Certificate().Raw)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later.Name = "zz-late-sidecar-injector"
+	later.Webhooks[0].Name = "late-sidecar.example.com"
+	later.Webhooks[0].ReinvocationPolicy = ptr.To(admissionregistrationv1.NeverReinvocationPolicy)
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(t.Context(), later, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), later.Name, metav1.DeleteOptions{})
+	}()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		p, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod("late", "app", true, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(p.Spec.Containers); n == 3 {
+			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				names := map[string]int{}
+				for _, e := range c.Env {
+					names[e.Name]++
+				}
+				if names[wi.ClientIDEnv] != 1 || names[wi.TokenFileEnv] != 1 {
+					t.Errorf("container %s env %v: want each variable once", c.Name, c.Env)
+				}
+				if !hasTokenMount(c) {
+					t.Errorf("container %s has no token mount", c.Name)
+				}
+			}
+			volumes := 0
+			for _, v := range p.Spec.Volumes {
+				if v.Name == wi.TokenVolume {
+					volumes++
+				}
+			}
+			if volumes != 1 {
+				t.Errorf("%d token volumes, want 1", volumes)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the late webhook never added its container")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

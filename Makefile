@@ -38,8 +38,9 @@ up: build control-plane ## Run the whole system on this machine (state in DATA_D
 	$(BIN)/cerulean up --data-dir $(DATA_DIR)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (the Azure CLI, from Debian's packages; first run only)
-	hack/install-azure-cli.sh
+test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js from Debian; Debian's Node.js unpacked; first run only)
+	hack/install-test-deps.sh
+	hack/install-debian-node.sh
 
 .PHONY: test
 test: build tools test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint

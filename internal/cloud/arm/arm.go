@@ -193,13 +193,25 @@ func routeKey(method, typ string, collection bool) string {
 }
 
 // Handles reports whether a path belongs to ARM rather than to Entra ID on the shared listener.
+// Any number of leading slashes counts as one: SDKs that build "/{scope}/providers/..." from a
+// scope starting with "/" send "//subscriptions/...", which ARM serves as it is.
 func Handles(path string) bool {
-	first, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	first, _, _ := strings.Cut(strings.TrimLeft(path, "/"), "/")
 	return strings.EqualFold(first, "subscriptions") || strings.EqualFold(first, "providers")
+}
+
+// CleanPath is the path ARM routes on: leading slashes collapsed into one. Empty segments
+// further in are left for the resource-id parser, which answers them InvalidResourceId.
+func CleanPath(path string) string {
+	if !strings.HasPrefix(path, "//") {
+		return path
+	}
+	return "/" + strings.TrimLeft(path, "/")
 }
 
 // ServeHTTP is the adapter: it runs the front door and the handler and writes what they return.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, r = s.underPublicName(w, r)
 	h := w.Header()
 	reqID := uuid.NewString()
 	corr := r.Header.Get("x-ms-correlation-request-id")
@@ -237,9 +249,10 @@ func (s *Service) dispatch(r *http.Request, h http.Header) (httpx.Response, erro
 		return httpx.Response{}, err
 	}
 	reqlog.SetPrincipal(r.Context(), caller.ObjectID)
-	id, err := armid.Parse(r.URL.Path)
+	path := CleanPath(r.URL.Path)
+	id, err := armid.Parse(path)
 	if err != nil {
-		return httpx.Response{}, Errorf(http.StatusBadRequest, "InvalidResourceId", "The resource id '%s' is invalid: %s.", clip(r.URL.Path, 256), strings.TrimPrefix(err.Error(), armid.ErrInvalid.Error()+": "))
+		return httpx.Response{}, Errorf(http.StatusBadRequest, "InvalidResourceId", "The resource id '%s' is invalid: %s.", clip(path, 256), strings.TrimPrefix(err.Error(), armid.ErrInvalid.Error()+": "))
 	}
 	if err := s.take(r, h, id, caller); err != nil {
 		return httpx.Response{}, err

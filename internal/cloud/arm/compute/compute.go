@@ -30,13 +30,14 @@ const (
 	ScaleSetType       = "Microsoft.Compute/virtualMachineScaleSets"
 )
 
-// Versions are the accepted api-versions: armcompute/v8 sends 2026-04-01; the rest are the
-// published versions that older SDKs, aad-pod-identity and the Azure CLI send.
+// Versions are the accepted api-versions: armcompute/v8 and @azure/arm-compute 25 send
+// 2026-04-01, azure-mgmt-compute 38 2026-03-01; the rest are the published versions that older
+// SDKs, aad-pod-identity and the Azure CLI send.
 var Versions = []string{
 	"2017-03-30", "2017-12-01", "2018-04-01", "2018-06-01", "2018-10-01", "2019-03-01", "2019-07-01", "2019-12-01",
 	"2020-06-01", "2020-12-01", "2021-03-01", "2021-04-01", "2021-07-01", "2021-11-01", "2022-03-01", "2022-08-01",
 	"2022-11-01", "2023-03-01", "2023-07-01", "2023-09-01", "2024-03-01", "2024-07-01", "2024-11-01", "2025-04-01",
-	"2025-11-01", "2026-04-01",
+	"2025-11-01", "2026-03-01", "2026-04-01",
 }
 
 // Names: 1 to 64 letters, digits, '-', '_' and '.', starting with a letter or digit and not

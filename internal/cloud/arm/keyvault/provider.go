@@ -26,12 +26,15 @@ const (
 	nameCheckType    = "Microsoft.KeyVault/checkNameAvailability"
 )
 
-// Versions are the api-versions accepted: armkeyvault 2024-11-01, ASO 2023-07-01, the Debian az CLI 2.45 2022-07-01, and the
-// other published versions of Microsoft.KeyVault.
+// Versions are the api-versions accepted: armkeyvault 2024-11-01, @azure/arm-keyvault 5 2026-02-01,
+// azure-mgmt-keyvault 14.0 2025-05-01, Azure.ResourceManager.KeyVault 1.5 2026-05-15, ASO 2023-07-01,
+// the Debian az CLI 2.45 2022-07-01, and the other published versions of Microsoft.KeyVault
+// (integration.TestSDKDefaultAPIVersionsAccepted holds the SDK defaults).
 var Versions = []string{
 	"2015-06-01", "2016-10-01", "2018-02-14", "2019-09-01", "2021-04-01-preview", "2021-06-01-preview",
 	"2021-10-01", "2021-11-01-preview", "2022-02-01-preview", "2022-07-01", "2022-11-01", "2023-02-01",
 	"2023-07-01", "2023-08-01-preview", "2024-04-01-preview", "2024-11-01", "2024-12-01-preview", "2025-05-01",
+	"2026-02-01", "2026-05-15",
 }
 
 // Provider serves Microsoft.KeyVault.

@@ -30,11 +30,12 @@ const (
 	action            = "Microsoft.Storage/storageAccounts/"
 )
 
-// Versions are the accepted api-versions: armstorage/v2 sends 2025-01-01, ASO 2023-01-01; the
-// rest are other published ones.
+// Versions are the accepted api-versions: armstorage/v2 sends 2025-01-01, @azure/arm-storage 21
+// 2026-09-01, azure-mgmt-storage 2025-08-01, ASO 2023-01-01; the rest are other published ones.
 var Versions = []string{
 	"2019-06-01", "2021-01-01", "2021-02-01", "2021-04-01", "2021-06-01", "2021-08-01", "2021-09-01", "2022-05-01",
 	"2022-09-01", "2023-01-01", "2023-04-01", "2023-05-01", "2024-01-01", "2025-01-01", "2025-06-01",
+	"2025-08-01", "2026-09-01",
 }
 
 // Account names are global: 3 to 24 lower-case letters and digits.

@@ -94,6 +94,14 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	fmt.Fprintln(opts.Out, "starting the manager…")
+	mgrCtx, stopManager := context.WithCancel(ctx)
+	defer stopManager()
+	managerDone, err := startManager(mgrCtx, cp, az, dataDir)
+	if err != nil {
+		return err
+	}
+
 	if az.Proxy() != nil {
 		proxyEnv := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.ProxyEnv()...)
 		if err := fsutil.WriteFileAtomic(proxyEnvPath, []byte(cloud.FormatEnv(proxyEnv)), 0o600); err != nil {
@@ -113,6 +121,8 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	case <-exited:
 		return which()
+	case err := <-managerDone:
+		return fmt.Errorf("manager stopped: %w", err)
 	}
 }
 

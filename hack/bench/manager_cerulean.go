@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Cerulean's manager as users run it: `cerulean manager`, built from this source tree, its CRDs
+// from config/crd/bases, with the same environment as ASO (the cloud's proxy, the bootstrap
+// principal, AZURE_SYNC_PERIOD, AZURE_TARGET_NAMESPACES).
+
+type ceruleanState struct {
+	me        *managerEnv
+	dir       string
+	installed []*unstructured.Unstructured
+}
+
+func ceruleanManager(me *managerEnv) *peerManager {
+	s := &ceruleanState{me: me, dir: filepath.Join(me.scratch, "cerulean-manager")}
+	return &peerManager{name: "cerulean", install: s.install, start: s.start, uninstall: s.uninstall}
+}
+
+// install applies config/crd/bases server-side and waits until the CRDs are Established.
+func (s *ceruleanState) install(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join("config", "crd", "bases", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no CRDs in config/crd/bases (run from the repository's root)")
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		docs, err := readYAMLObjects(f)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, docs...)
+	}
+	for _, u := range objs {
+		if err := applyObject(ctx, s.me, u); err != nil {
+			return err
+		}
+		s.installed = append(s.installed, u)
+	}
+	return waitEstablished(ctx, s.me, objs)
+}
+
+// start builds cmd/cerulean into the scratch directory (the binary measured is this tree's) and
+// runs `cerulean manager` for namespace ns.
+func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, error) {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(s.dir, "cerulean")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/cerulean").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build cerulean: %w\n%s", err, out)
+	}
+	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	env := append(proxyEnv(s.me.cloud),
+		"AZURE_TARGET_NAMESPACES="+ns,
+		"AZURE_SYNC_PERIOD="+mgrSync.String(),
+	)
+	args := []string{"manager",
+		"--kubeconfig=" + s.me.cp.Kubeconfig,
+		"--health-addr=127.0.0.1:" + strconv.Itoa(health),
+		"--metrics-addr=0",
+	}
+	if *mgrVerbose {
+		args = append(args, "--v")
+	}
+	p, err := startProcess(bin, args, env, filepath.Join(s.dir, "manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHealthy(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/readyz", health)); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (s *ceruleanState) uninstall(ctx context.Context) error {
+	return deleteInstalled(ctx, s.me, s.installed)
+}

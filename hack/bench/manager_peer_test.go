@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPerResourceHourScalesTheWindowToAnHour(t *testing.T) {
+	r := peerResult{objects: 601, window: 270 * time.Second}
+	if got := r.perResourceHour(1803); got != 40 {
+		t.Fatalf("1803 reads of 601 objects in 4m30s = %v per resource per hour, want 40", got)
+	}
+	if got := (peerResult{}).perResourceHour(5); got != 0 {
+		t.Fatalf("no objects: got %v, want 0", got)
+	}
+}
+
+func TestManagerRowsGiveRatiosOfASOOnlyWhereASOCounted(t *testing.T) {
+	res := map[string]peerResult{
+		"cerulean": {pairs: 1, objects: 3, ready: 3, readyIn: 20 * time.Second, window: time.Hour, reads: 6, peakRSS: 50 << 20},
+		"aso":      {pairs: 1, objects: 3, ready: 3, readyIn: 10 * time.Second, window: time.Hour, reads: 3, writes: 3, peakRSS: 100 << 20},
+	}
+	rows := managerRows(res)
+	want := map[string]string{
+		"time to Ready":      "2.00× of ASO",
+		"ARM writes":         "0.00× of ASO",
+		"ARM reads":          "2.00× of ASO",
+		"token requests":     "", // zero for both: no ratio, not " of ASO"
+		"manager memory, pe": "0.50× of ASO",
+	}
+	for prefix, vs := range want {
+		found := false
+		for _, r := range rows {
+			if strings.HasPrefix(r.benchmark, prefix) {
+				found = true
+				if r.vsBaseline != vs {
+					t.Errorf("%s: vs baseline %q, want %q", prefix, r.vsBaseline, vs)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row %q in %+v", prefix, rows)
+		}
+	}
+	for _, r := range rows {
+		if strings.HasPrefix(r.benchmark, "objects Ready within the cap") {
+			t.Errorf("a cap row although every object was Ready: %+v", r)
+		}
+	}
+}
+
+func TestManagerRowsNameTheCapWhenReached(t *testing.T) {
+	rows := managerRows(map[string]peerResult{
+		"cerulean": {pairs: 2, objects: 5, ready: 3},
+		"aso":      {pairs: 2, objects: 5, ready: 5},
+	})
+	for _, r := range rows {
+		if strings.HasPrefix(r.benchmark, "objects Ready within the cap") {
+			if r.result != "Cerulean 3/5; ASO 5/5" {
+				t.Fatalf("cap row %q", r.result)
+			}
+			return
+		}
+	}
+	t.Fatalf("no cap row in %+v", rows)
+}

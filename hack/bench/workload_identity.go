@@ -334,14 +334,6 @@ func waitMutated(ctx context.Context, cp *devenv.ControlPlane) error {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // benchFederatedExchange exchanges real kube-apiserver service-account tokens at the local
 // Entra ID (the issuer's keys fetched over HTTPS once, then cached), against client-secret

@@ -334,7 +334,6 @@ func waitMutated(ctx context.Context, cp *devenv.ControlPlane) error {
 	}
 }
 
-
 // benchFederatedExchange exchanges real kube-apiserver service-account tokens at the local
 // Entra ID (the issuer's keys fetched over HTTPS once, then cached), against client-secret
 // requests as the baseline. Raw POSTs: an SDK would cache the token and measure nothing.

@@ -222,6 +222,9 @@ func (r *Rotator) ensureCA(ctx context.Context) (*pki.CA, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("ensure webhook CA: %w", err)
 	}
+	if ca == nil {
+		return nil, nil, errors.New("ensure webhook CA: no CA after reading the secret")
+	}
 	return ca, bundle, nil
 }
 

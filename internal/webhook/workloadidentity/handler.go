@@ -87,8 +87,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 func (h *Handler) serviceAccount(ctx context.Context, key types.NamespacedName) (*corev1.ServiceAccount, error) {
 	sa := &corev1.ServiceAccount{}
 	err := h.Reader.Get(ctx, key, sa)
-	if apierrors.IsNotFound(err) && h.APIReader != nil {
-		// The cache may not have seen a service account created just before its pod.
+	if err != nil && h.APIReader != nil {
+		// The cache may not have seen a service account created just before its pod, or may not
+		// watch its namespace (a manager limited to some namespaces).
 		err = h.APIReader.Get(ctx, key, sa)
 	}
 	if apierrors.IsNotFound(err) {

@@ -16,6 +16,8 @@ TOOL_GROUPS := $(CONTROL_PLANE_TOOLS) $(NODE_TOOLS) controller-gen helm golangci
 # The local node needs root: as root `make up` and `make test` build and install it.
 ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 NODE_DEPS := $(if $(ROOT),node images)
+# Peers the benchmarks compare with, built only by `make bench`.
+BENCH_TOOLS := aso azure-workload-identity
 
 export CERULEAN_BIN_DIR := $(BIN)
 
@@ -84,8 +86,8 @@ cloud: build ## Run the local cloud alone (state in DATA_DIR/cloud)
 	$(BIN)/cerulean cloud --data-dir $(DATA_DIR)/cloud
 
 .PHONY: bench-tools
-bench-tools: ## Build the benchmark's baseline peers into bin/ (Azure Service Operator v2; first run only)
-	hack/tools/build.sh aso
+bench-tools: ## Build the benchmark's baseline peers into bin/ (Azure Service Operator v2, the upstream workload identity webhook; first run only)
+	@for g in $(BENCH_TOOLS); do hack/tools/build.sh $$g; done
 
 .PHONY: bench
 bench: build tools bench-tools ## Run the benchmarks and write docs/benchmarks.md

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,9 +16,16 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		code := 1
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			code = ec.ExitCode()
+		}
+		if errors.Unwrap(err) != nil || ec == nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+		}
 		stop()
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 
@@ -28,6 +36,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newManagerCommand(), newCSIProviderCommand())
+	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newManagerCommand(), newCSIProviderCommand(), newDoctorCommand())
 	return root
 }

@@ -6,14 +6,19 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/cerulean/cerulean/internal/manager"
+	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 )
 
 func newManagerCommand() *cobra.Command {
 	opts := manager.Options{}
 	var kubeconfig string
 	var verbose bool
+	var hookPort int
+	var hookHost, hookService, hookNamespace string
 	var exportVault string
 	cmd := &cobra.Command{
 		Use:   "manager",
@@ -40,6 +45,9 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 				return err
 			}
 			opts.REST = rc
+			if hookPort > 0 {
+				opts.Webhooks = webhookOptions(hookHost, hookPort, hookService, hookNamespace, os.Getenv("POD_NAMESPACE"))
+			}
 			level := slog.LevelInfo
 			if verbose {
 				level = slog.LevelDebug
@@ -57,5 +65,23 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "how often a running ARM operation is polled (default 10s)")
 	f.StringVar(&exportVault, "export-key-vault", "", "Key Vault URL for secret exports (default: CERULEAN_EXPORT_KEY_VAULT; none: Kubernetes Secrets)")
 	f.BoolVar(&verbose, "v", false, "log at debug level")
+	f.IntVar(&hookPort, "webhook-port", 0, "serve the admission webhooks (workload identity) on this port; 0 serves none")
+	f.StringVar(&hookHost, "webhook-host", "127.0.0.1", "address the webhooks listen on (registered by URL unless --webhook-service)")
+	f.StringVar(&hookService, "webhook-service", "", "in a cluster: the Service in front of the webhooks (port 443), in --webhook-namespace")
+	f.StringVar(&hookNamespace, "webhook-namespace", "", "namespace of the webhooks' CA Secret and Service (default: POD_NAMESPACE, else default)")
 	return cmd
+}
+
+func webhookOptions(host string, port int, service, namespace, podNamespace string) *webhooks.Options {
+	if namespace == "" {
+		namespace = podNamespace
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	o := &webhooks.Options{Namespace: namespace, Host: host, Port: port}
+	if service != "" {
+		o.Service = &admissionregistrationv1.ServiceReference{Namespace: namespace, Name: service, Port: ptr.To[int32](443)}
+	}
+	return o
 }

@@ -23,6 +23,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	authorizationv1api20220401 "github.com/cerulean/cerulean/api/authorization/v1api20220401"
 	authorizationv20220401 "github.com/cerulean/cerulean/api/authorization/v20220401"
@@ -37,6 +38,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/exports"
+	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 )
 
 // Options configure Run.
@@ -69,6 +71,9 @@ type Options struct {
 	ARMRetry *policy.RetryOptions
 	// SkipNameValidation lets several managers run in one process (tests restarting one).
 	SkipNameValidation bool
+	// Webhooks, when set, serves the admission webhooks (workload identity) with certificates of
+	// the manager's own; their tenant and authority host default to Azure's. Nil serves none.
+	Webhooks *webhooks.Options
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -128,7 +133,23 @@ func Run(ctx context.Context, opts Options) error {
 	if healthAddr == "" {
 		healthAddr = "0"
 	}
+	var hooks *webhooks.Webhooks
+	var hookServer webhook.Server
+	if opts.Webhooks != nil {
+		wo := *opts.Webhooks
+		if wo.WorkloadIdentity.TenantID == "" {
+			wo.WorkloadIdentity.TenantID = opts.Azure.TenantID
+		}
+		if wo.WorkloadIdentity.AuthorityHost == "" {
+			wo.WorkloadIdentity.AuthorityHost = opts.Azure.AuthorityHost
+		}
+		if hooks, err = webhooks.New(opts.REST, wo); err != nil {
+			return err
+		}
+		hookServer = hooks.Server()
+	}
 	mgr, err := ctrl.NewManager(opts.REST, ctrl.Options{
+		WebhookServer:                 hookServer,
 		Scheme:                        scheme,
 		Logger:                        opts.Logger,
 		Cache:                         cacheOpts,
@@ -166,6 +187,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource}); err != nil {
 		return err
+	}
+	if hooks != nil {
+		if err := hooks.Setup(ctx, mgr); err != nil {
+			return fmt.Errorf("set up webhooks: %w", err)
+		}
 	}
 	opts.Logger.Info("Starting manager", "syncPeriod", opts.SyncPeriod.String(), "namespaces", opts.TargetNamespaces, "leaderElection", opts.LeaderElection)
 	if err := mgr.Start(ctx); err != nil {

@@ -36,6 +36,18 @@ func LoadOrCreateCA(certPath, keyPath string, subject pkix.Name, now time.Time) 
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("load CA: %w", err)
 	}
+	ca, err := NewCA(subject, now, 10*365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	if err := WritePair(certPath, keyPath, ca.Cert.Raw, ca.Key); err != nil {
+		return nil, err
+	}
+	return ca, nil
+}
+
+// NewCA creates a CA in memory, valid from an hour before now (clock skew) for validFor.
+func NewCA(subject pkix.Name, now time.Time, validFor time.Duration) (*CA, error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate CA key: %w", err)
@@ -44,7 +56,7 @@ func LoadOrCreateCA(certPath, keyPath string, subject pkix.Name, now time.Time) 
 		SerialNumber:          Serial(),
 		Subject:               subject,
 		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(10, 0, 0),
+		NotAfter:              now.Add(validFor),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -54,14 +66,28 @@ func LoadOrCreateCA(certPath, keyPath string, subject pkix.Name, now time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("create CA certificate: %w", err)
 	}
-	if err := WritePair(certPath, keyPath, der, k); err != nil {
-		return nil, err
-	}
-	cert, err = x509.ParseCertificate(der)
+	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("parse CA certificate: %w", err)
 	}
 	return &CA{Cert: cert, Key: k}, nil
+}
+
+// ParseCA reads a CA from PEM: its certificate and its key.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("parse CA: %w", err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("parse CA: %w", err)
+	}
+	signer, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok || !cert.IsCA {
+		return nil, errors.New("parse CA: not a CA certificate with a signing key")
+	}
+	return &CA{Cert: cert, Key: signer}, nil
 }
 
 // PEM is the CA certificate, PEM-encoded: what clients trust.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/manager"
+	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 )
 
 // IssuerConfigMap is the ConfigMap (namespace default, key issuerURL) holding the cluster's
@@ -45,6 +47,13 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 	if err != nil {
 		return nil, fmt.Errorf("open the manager's log: %w", err)
 	}
+	// No pod runs here: the webhook is served on loopback and registered by URL, on a port
+	// chosen at each start (the registration is rewritten with it).
+	hookPort, err := freeLoopbackPort()
+	if err != nil {
+		_ = logFile.Close()
+		return nil, err
+	}
 	s := az.Settings()
 	done := make(chan error, 1)
 	go func() {
@@ -58,8 +67,19 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 			},
 			SyncPeriod: SyncPeriod, PollInterval: time.Second,
 			MetricsAddr: "0", HealthAddr: "0",
-			Logger: logr.FromSlogHandler(slog.NewJSONHandler(logFile, nil)),
+			Logger:   logr.FromSlogHandler(slog.NewJSONHandler(logFile, nil)),
+			Webhooks: &webhooks.Options{Namespace: "default", Host: "127.0.0.1", Port: hookPort},
 		})
 	}()
 	return done, nil
+}
+
+// freeLoopbackPort asks the kernel for a free port on 127.0.0.1.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("choose the webhook's port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
@@ -152,6 +156,20 @@ func TestWorkloadIdentityFederationAgainstTheLocalCluster(t *testing.T) {
 		secretReadLine(t, logs, "db-password", "s3cr3t-e2e")
 	}
 
+	// The manager under `up` serves the webhook on loopback, registered by URL: a labelled pod of
+	// an annotated service account is mutated at creation with this cloud's settings.
+	kubectl(t, kubeconfig, "create", "serviceaccount", "app")
+	kubectl(t, kubeconfig, "annotate", "serviceaccount", "app", "azure.workload.identity/client-id="+*mi.Properties.ClientID)
+	podEnv := waitMutatedPod(t, kubeconfig)
+	for k, want := range map[string]string{
+		"AZURE_CLIENT_ID": *mi.Properties.ClientID, "AZURE_TENANT_ID": env["AZURE_TENANT_ID"],
+		"AZURE_AUTHORITY_HOST": env["AZURE_AUTHORITY_HOST"], "AZURE_FEDERATED_TOKEN_FILE": "/var/run/secrets/azure/tokens/azure-identity-token",
+	} {
+		if podEnv[k] != want {
+			t.Errorf("mutated pod: %s=%q, want %q", k, podEnv[k], want)
+		}
+	}
+
 	kubectl(t, kubeconfig, "create", "serviceaccount", "other")
 	if _, err := exchange("other"); err == nil || !strings.Contains(err.Error(), "AADSTS70021") && !strings.Contains(err.Error(), "AADSTS700213") {
 		t.Errorf("a service account the identity does not trust: err=%v, want AADSTS70021/700213", err)
@@ -249,4 +267,41 @@ func claim(t *testing.T, token, name string) string {
 	}
 	s, _ := claims[name].(string)
 	return s
+}
+
+// waitMutatedPod creates a labelled pod of service account app until the webhook, registered by
+// the manager moments after `up` is ready, mutates it; it returns the pod's container env.
+func waitMutatedPod(t *testing.T, kubeconfig string) map[string]string {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "pod.json")
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"app","labels":{"azure.workload.identity/use":"true"}},` +
+		`"spec":{"serviceAccountName":"app","containers":[{"name":"app","image":"app"}]}}`
+	if err := os.WriteFile(manifest, []byte(pod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := exec.Command(binary(t, "kubectl"), "--kubeconfig", kubeconfig, "create", "--dry-run=server", "-o", "json", "-f", manifest).CombinedOutput()
+		if err == nil && strings.Contains(string(out), "azure-identity-token") {
+			var p struct {
+				Spec struct {
+					Containers []struct {
+						Env []struct{ Name, Value string }
+					}
+				}
+			}
+			if err := json.Unmarshal(out, &p); err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]string{}
+			for _, e := range p.Spec.Containers[0].Env {
+				m[e.Name] = e.Value
+			}
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod is not mutated: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cerulean/cerulean/internal/benchutil"
+	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/pki"
+	"github.com/cerulean/cerulean/internal/webhook/webhooks"
+	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
+)
+
+func init() {
+	register(section{title: "Workload identity webhook", run: benchWorkloadIdentity})
+}
+
+const (
+	wiNamespace   = "bench-wi"
+	wiPacedRate   = 50 // pods per second
+	wiPacedPods   = 250
+	wiMaxConc     = 16
+	wiMaxPods     = 1000
+	upstreamPort  = 9443 // upstream's webhook listens on all interfaces at this port; no flag changes it
+	upstreamBin   = "azure-wi-webhook"
+	upstreamLabel = "upstream Azure Workload Identity webhook v1.5.1"
+)
+
+// benchWorkloadIdentity measures pod creation through kube-apiserver (labelled pods of an
+// annotated service account) with no webhook, with Cerulean's webhook (a controller-runtime
+// manager set up as `cerulean manager` sets it up) and with the upstream webhook built from its
+// Go module, registered the same way (by URL, failurePolicy Fail, same selector), on the same
+// control plane with the same load: paced at 50 pods/s, then as fast as 16 clients go. Then the
+// exchange of the control plane's real service-account tokens at the local Entra ID.
+func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
+	upstream := filepath.Join(env.binDir, upstreamBin)
+	if _, err := os.Stat(upstream); err != nil {
+		return nil, fmt.Errorf("the upstream webhook is not built (make bench builds it: hack/tools/build.sh azure-workload-identity): %w", err)
+	}
+	dir, err := os.MkdirTemp(env.scratch, "wi-")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := devenv.Start(ctx, devenv.Options{DataDir: filepath.Join(dir, "cp"), BinDir: env.binDir})
+	if err != nil {
+		return nil, err
+	}
+	defer cp.Stop()
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.QPS, rc.Burst = 5000, 5000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wiNamespace}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(wiNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: "app", Annotations: map[string]string{wi.ClientIDAnnotation: "11111111-2222-3333-4444-555555555555"},
+	}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	create := func(ctx context.Context) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-", Labels: map[string]string{wi.UseLabel: "true"}}}
+		p.Spec.ServiceAccountName = "app"
+		p.Spec.Containers = []corev1.Container{{Name: "app", Image: "app"}}
+		_, err := cs.CoreV1().Pods(wiNamespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	}
+	type result struct{ paced, max benchutil.Result }
+	measure := func() (result, error) {
+		// Warm up connections and caches, then clear the pods so each run starts alike.
+		for range 20 {
+			if err := create(ctx); err != nil {
+				return result{}, err
+			}
+		}
+		var r result
+		r.paced = paced(ctx, wiPacedRate, wiPacedPods, create)
+		r.max = benchutil.Load(ctx, wiMaxConc, wiMaxPods, 30*time.Second, create)
+		if err := cs.CoreV1().Pods(wiNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
+			return r, err
+		}
+		if r.paced.Errors+r.max.Errors > 0 {
+			return r, fmt.Errorf("%d pod creations failed", r.paced.Errors+r.max.Errors)
+		}
+		return r, nil
+	}
+
+	base, err := measure()
+	if err != nil {
+		return nil, fmt.Errorf("without a webhook: %w", err)
+	}
+	ours, err := withCeruleanWebhook(ctx, cp, func() (result, error) { return measure() })
+	if err != nil {
+		return nil, fmt.Errorf("with Cerulean's webhook: %w", err)
+	}
+	theirs, err := withUpstreamWebhook(ctx, cp, upstream, dir, func() (result, error) { return measure() })
+	if err != nil {
+		return nil, fmt.Errorf("with the upstream webhook: %w", err)
+	}
+	exchange, secret, err := benchFederatedExchange(ctx, env, cp, cs)
+	if err != nil {
+		return nil, fmt.Errorf("token exchange: %w", err)
+	}
+
+	latency := func(r, b benchutil.Result) string {
+		return fmt.Sprintf("%s p50, %s p99", ratio(r.P50.Seconds(), b.P50.Seconds()), ratio(r.P99.Seconds(), b.P99.Seconds()))
+	}
+	pacedName := fmt.Sprintf("pod create at %d pods/s (%d pods)", wiPacedRate, wiPacedPods)
+	maxName := fmt.Sprintf("pod create, %d clients as fast as they go (%d pods)", wiMaxConc, wiMaxPods)
+	return []row{
+		{benchmark: pacedName + ", no webhook", result: base.paced.String()},
+		{benchmark: pacedName + ", Cerulean's webhook", result: ours.paced.String(), vsBaseline: latency(ours.paced, base.paced) + " of no webhook"},
+		{benchmark: pacedName + ", " + upstreamLabel, result: theirs.paced.String(), vsBaseline: latency(theirs.paced, base.paced) + " of no webhook"},
+		{benchmark: pacedName + ", Cerulean's vs upstream", result: "", vsBaseline: latency(ours.paced, theirs.paced) + " of upstream"},
+		{benchmark: maxName + ", no webhook", result: base.max.String()},
+		{benchmark: maxName + ", Cerulean's webhook", result: ours.max.String(), vsBaseline: ratio(ours.max.RPS(), base.max.RPS()) + " of no-webhook rps"},
+		{benchmark: maxName + ", " + upstreamLabel, result: theirs.max.String(), vsBaseline: ratio(theirs.max.RPS(), base.max.RPS()) + " of no-webhook rps"},
+		{benchmark: maxName + ", Cerulean's vs upstream", result: "", vsBaseline: ratio(ours.max.RPS(), theirs.max.RPS()) + " of upstream rps, " + latency(ours.max, theirs.max)},
+		{benchmark: "client-secret token requests, 8 concurrent (baseline)", result: secret.String()},
+		{benchmark: "federated exchanges of kube-apiserver tokens, 8 concurrent", result: exchange.String(), vsBaseline: ratio(exchange.RPS(), secret.RPS()) + " of secret rps"},
+	}, nil
+}
+
+// paced starts calls at rate per second, each in its own goroutine, until total were started.
+func paced(ctx context.Context, rate, total int, fn func(context.Context) error) benchutil.Result {
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		errs      int
+		wg        sync.WaitGroup
+	)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	start := time.Now()
+	for range total {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+		wg.Go(func() {
+			t := time.Now()
+			err := fn(ctx)
+			d := time.Since(t)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs++
+				return
+			}
+			latencies = append(latencies, d)
+		})
+	}
+	wg.Wait()
+	slices.Sort(latencies)
+	pct := func(p float64) time.Duration {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return latencies[int(float64(len(latencies)-1)*p)]
+	}
+	return benchutil.Result{Concurrency: rate, Requests: len(latencies), Errors: errs, Elapsed: time.Since(start), P50: pct(0.5), P99: pct(0.99)}
+}
+
+// withCeruleanWebhook runs fn while a manager serves Cerulean's webhook on loopback.
+func withCeruleanWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn func() (T, error)) (T, error) {
+	var zero T
+	port, err := freePort()
+	if err != nil {
+		return zero, err
+	}
+	w, err := webhooks.New(cp.RESTConfig, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port,
+		WorkloadIdentity: wi.Config{TenantID: "99999999-8888-7777-6666-555555555555"}})
+	if err != nil {
+		return zero, err
+	}
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	if err != nil {
+		return zero, err
+	}
+	if err := w.Setup(ctx, mgr); err != nil {
+		return zero, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: manager:", err)
+		}
+	}()
+	if err := waitMutated(ctx, cp); err != nil {
+		return zero, err
+	}
+	defer deregister(ctx, cp)
+	return fn()
+}
+
+// withUpstreamWebhook runs fn while the upstream webhook runs as a process with a certificate of
+// our own (its cert rotation off), registered by URL exactly as Cerulean's is.
+func withUpstreamWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, bin, dir string, fn func() (T, error)) (T, error) {
+	var zero T
+	certDir := filepath.Join(dir, "upstream-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return zero, err
+	}
+	now := time.Now()
+	ca, err := pki.NewCA(pkix.Name{CommonName: "bench upstream webhook CA"}, now, 24*time.Hour)
+	if err != nil {
+		return zero, err
+	}
+	der, key, err := ca.Issue(x509.Certificate{Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, now, 24*time.Hour)
+	if err != nil {
+		return zero, err
+	}
+	if err := pki.WritePair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"), der, key); err != nil {
+		return zero, err
+	}
+	health, err := freePort()
+	if err != nil {
+		return zero, err
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return zero, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "upstream-webhook.log"))
+	if err != nil {
+		return zero, err
+	}
+	defer logFile.Close()
+	cmd := exec.CommandContext(ctx, bin, "--webhook-cert-dir", certDir, "--disable-cert-rotation",
+		"--health-addr", "127.0.0.1:"+strconv.Itoa(health), "--metrics-addr", "127.0.0.1:"+strconv.Itoa(metrics))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "AZURE_TENANT_ID=99999999-8888-7777-6666-555555555555",
+		"AZURE_ENVIRONMENT=AzurePublicCloud", "POD_NAMESPACE="+wiNamespace)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return zero, fmt.Errorf("start %s: %w", bin, err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	c, err := client.New(cp.RESTConfig, client.Options{})
+	if err != nil {
+		return zero, err
+	}
+	if err := wi.Apply(ctx, c, wi.ClientConfig{URL: "https://127.0.0.1:" + strconv.Itoa(upstreamPort), CABundle: ca.PEM()}); err != nil {
+		return zero, err
+	}
+	defer deregister(ctx, cp)
+	if err := waitMutated(ctx, cp); err != nil {
+		return zero, fmt.Errorf("%w (log in %s)", err, logFile.Name())
+	}
+	return fn()
+}
+
+func deregister(ctx context.Context, cp *devenv.ControlPlane) {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return
+	}
+	_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, wi.ConfigurationName, metav1.DeleteOptions{})
+	// kube-apiserver drops the webhook through a watch: wait until a labelled pod is no longer mutated.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if errors.Is(mutatedOnce(ctx, cs), errNotMutated) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var errNotMutated = errors.New("pod not mutated")
+
+func mutatedOnce(ctx context.Context, cs *kubernetes.Clientset) error {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Labels: map[string]string{wi.UseLabel: "true"}}}
+	p.Spec.ServiceAccountName = "app"
+	p.Spec.Containers = []corev1.Container{{Name: "probe", Image: "probe"}}
+	got, err := cs.CoreV1().Pods(wiNamespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return err
+	}
+	for _, e := range got.Spec.Containers[0].Env {
+		if e.Name == wi.ClientIDEnv {
+			return nil
+		}
+	}
+	return errNotMutated
+}
+
+// waitMutated waits until kube-apiserver calls the newly registered webhook.
+func waitMutated(ctx context.Context, cp *devenv.ControlPlane) error {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := mutatedOnce(ctx, cs)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhook does not mutate pods: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// benchFederatedExchange exchanges real kube-apiserver service-account tokens at the local
+// Entra ID (the issuer's keys fetched over HTTPS once, then cached), against client-secret
+// requests as the baseline. Raw POSTs: an SDK would cache the token and measure nothing.
+func benchFederatedExchange(ctx context.Context, env benchEnv, cp *devenv.ControlPlane, cs *kubernetes.Clientset) (exchange, secret benchutil.Result, err error) {
+	c, err := startCloud(ctx, env, "cloud-wi", cloud.Options{TrustCAs: [][]byte{cp.CACertPEM}})
+	if err != nil {
+		return exchange, secret, err
+	}
+	defer c.Close()
+	s := c.Settings()
+	mi, err := c.Entra().Directory.CreatePrincipal(ctx, entra.Principal{TenantID: s.TenantID, Kind: entra.KindManagedIdentity, DisplayName: "bench-wi"})
+	if err != nil {
+		return exchange, secret, err
+	}
+	subject := "system:serviceaccount:" + wiNamespace + ":app"
+	if _, err := c.Entra().Directory.PutFederatedCredential(ctx, s.TenantID, mi.ClientID, entra.FederatedCredential{
+		Name: "bench", Issuer: cp.IssuerURL, Subject: subject, Audiences: []string{wi.DefaultAudience}}); err != nil {
+		return exchange, secret, err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(wiNamespace).CreateToken(ctx, "app", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{wi.DefaultAudience}}}, metav1.CreateOptions{})
+	if err != nil {
+		return exchange, secret, fmt.Errorf("request a service-account token: %w", err)
+	}
+	scope := "https://management.core.windows.net//.default"
+	secretForm := url.Values{"grant_type": {"client_credentials"}, "client_id": {s.ClientID}, "client_secret": {s.ClientSecret}, "scope": {scope}}.Encode()
+	fedForm := url.Values{"grant_type": {"client_credentials"}, "client_id": {mi.ClientID}, "scope": {scope},
+		"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}, "client_assertion": {tr.Status.Token}}.Encode()
+	hc, transport := loadClient(c)
+	defer transport.CloseIdleConnections()
+	tokenURL := s.URL + "/" + s.TenantID + "/oauth2/v2.0/token"
+	post := func(form string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			status, err := send(ctx, hc, http.MethodPost, tokenURL, form, map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+			if err != nil {
+				return err
+			}
+			if status != http.StatusOK {
+				return fmt.Errorf("token endpoint answered %d", status)
+			}
+			return nil
+		}
+	}
+	for _, f := range []string{secretForm, fedForm} {
+		if err := post(f)(ctx); err != nil {
+			return exchange, secret, fmt.Errorf("warm up: %w", err)
+		}
+	}
+	secret = benchutil.Load(ctx, 8, 2000, 20*time.Second, post(secretForm))
+	exchange = benchutil.Load(ctx, 8, 2000, 20*time.Second, post(fedForm))
+	return exchange, secret, nil
+}

@@ -1,0 +1,3 @@
+module monis.app/mlog
+
+go 1.23

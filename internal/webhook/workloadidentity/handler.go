@@ -1,0 +1,186 @@
+package workloadidentity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Registration facts: the path and name users' configurations and tools look for.
+const (
+	Path = "/mutate-v1-pod"
+	// WebhookName names the webhook inside its configuration.
+	WebhookName = "pods.workload-identity.cerulean.dev"
+	// ConfigurationName is the MutatingWebhookConfiguration the manager owns.
+	ConfigurationName = "cerulean-workload-identity"
+	// TimeoutSeconds is short: the handler answers from a cache in well under a millisecond, and
+	// with failurePolicy Fail a hung call should fail pod creation fast, not after 10 s.
+	TimeoutSeconds = int32(3)
+)
+
+// Handler is the admission handler. It reads service accounts through Reader (the manager's
+// cache) and, when the cache has not seen one yet, through APIReader.
+type Handler struct {
+	Reader    client.Reader
+	APIReader client.Reader
+	Decoder   admission.Decoder
+	Config    Config
+}
+
+// Setup registers the webhook at Path on the manager's webhook server.
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	h := &Handler{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), Config: cfg}
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: h})
+	return nil
+}
+
+// Handle mutates a labelled pod at creation; anything else is allowed unchanged.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" {
+		return admission.Allowed("not a pod creation")
+	}
+	pod := &corev1.Pod{}
+	if err := h.Decoder.Decode(req, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err))
+	}
+	if pod.Labels[UseLabel] != "true" {
+		return admission.Allowed("pod does not use workload identity")
+	}
+	// A controller's pods carry no namespace in their object; the request has it.
+	pod.Namespace = req.Namespace
+	saName := pod.Spec.ServiceAccountName
+	if saName == "" {
+		saName = "default"
+	}
+	log := logf.FromContext(ctx).WithValues("namespace", req.Namespace, "serviceAccount", saName)
+	sa, err := h.serviceAccount(ctx, types.NamespacedName{Namespace: req.Namespace, Name: saName})
+	if err != nil {
+		log.Error(err, "Cannot mutate pod")
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	warnings, err := Mutate(pod, sa, h.Config)
+	if err != nil {
+		return admission.Denied(err.Error())
+	}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode pod: %w", err))
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+}
+
+func (h *Handler) serviceAccount(ctx context.Context, key types.NamespacedName) (*corev1.ServiceAccount, error) {
+	sa := &corev1.ServiceAccount{}
+	err := h.Reader.Get(ctx, key, sa)
+	if err != nil && h.APIReader != nil {
+		// The cache may not have seen a service account created just before its pod, or may not
+		// watch its namespace (a manager limited to some namespaces).
+		err = h.APIReader.Get(ctx, key, sa)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("service account %s/%s not found", key.Namespace, key.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get service account %s/%s: %w", key.Namespace, key.Name, err)
+	}
+	return sa, nil
+}
+
+// ClientConfig says how kube-apiserver reaches the webhook: a Service in a cluster, or a URL
+// (on loopback under `cerulean up`, where no pod runs).
+type ClientConfig struct {
+	Service  *admissionregistrationv1.ServiceReference // Path is set to the webhook's
+	URL      string                                    // base URL, https://HOST:PORT; Path is appended
+	CABundle []byte
+}
+
+// ErrNoEndpoint reports a ClientConfig with neither a Service nor a URL, or with both.
+var ErrNoEndpoint = errors.New("webhook client config needs exactly one of a Service or a URL")
+
+// Configuration is the MutatingWebhookConfiguration of the webhook: pods CREATE,
+// failurePolicy Fail, reinvocationPolicy IfNeeded, an objectSelector on the opt-in label, a short
+// timeout and no side effects.
+func Configuration(cc ClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	var wcc admissionregistrationv1.WebhookClientConfig
+	switch {
+	case (cc.Service == nil) == (cc.URL == ""):
+		return nil, ErrNoEndpoint
+	case cc.Service != nil:
+		svc := *cc.Service
+		svc.Path = ptr.To(Path)
+		wcc.Service = &svc
+	default:
+		wcc.URL = ptr.To(cc.URL + Path)
+	}
+	wcc.CABundle = cc.CABundle
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/name": "cerulean"}},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:         WebhookName,
+			ClientConfig: wcc,
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+					Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+				},
+			}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{UseLabel: "true"}},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To(TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+		}},
+	}, nil
+}
+
+// Apply creates or updates the webhook's configuration (under `cerulean up`, where the manager
+// registers itself by URL; in a cluster the chart installs it and the CA injector keeps it).
+func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
+	want, err := Configuration(cc)
+	if err != nil {
+		return err
+	}
+	got := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	err = c.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Create(ctx, want); err != nil {
+			return fmt.Errorf("create webhook configuration %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("get webhook configuration %s: %w", want.Name, err)
+	}
+	if cc.CABundle == nil {
+		// Keep the bundle the CA injector wrote.
+		for i := range got.Webhooks {
+			if got.Webhooks[i].Name == WebhookName {
+				want.Webhooks[0].ClientConfig.CABundle = got.Webhooks[i].ClientConfig.CABundle
+			}
+		}
+	}
+	got.Labels = want.Labels
+	got.Webhooks = want.Webhooks
+	if err := c.Update(ctx, got); err != nil {
+		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
+	}
+	return nil
+}

@@ -28,6 +28,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand())
+	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newNodeAgentCommand())
 	return root
 }

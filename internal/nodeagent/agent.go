@@ -40,6 +40,8 @@ type Options struct {
 	PodInterfaces []string
 	// IPTables is the iptables binary; empty means "iptables" on PATH.
 	IPTables string
+	// Chain is the agent's nat chain (default CERULEAN-NMI; at most 28 characters).
+	Chain string
 	// Tokens gets tokens from the node's managed-identity endpoint.
 	Tokens Source
 	// IMDS is the node's instance-metadata endpoint that requests outside the token path, and
@@ -146,7 +148,7 @@ func New(o Options) (*Agent, error) {
 	a := &Agent{o: o, log: o.Logger, cache: c, reader: c, tokens: NewCache(o.Tokens, o.Clock),
 		audit: newAuditor(writer, o.NodeName, o.Clock), ln: ln, local: isLocalAddress}
 	if len(o.PodInterfaces) > 0 {
-		a.rules = newRules(o.IPTables, o.PodInterfaces, o.NodeIP, ln.Addr().(*net.TCPAddr).Port)
+		a.rules = newRules(o.IPTables, o.Chain, o.PodInterfaces, o.NodeIP, ln.Addr().(*net.TCPAddr).Port)
 	}
 	imds := o.IMDS
 	a.proxy = &httputil.ReverseProxy{
@@ -244,7 +246,7 @@ loop:
 			if changed, err := a.rules.Ensure(ctx); err != nil {
 				a.log.ErrorContext(ctx, "Checking iptables rules failed", "err", err)
 			} else if changed {
-				a.log.InfoContext(ctx, "Re-created missing iptables rules", "chain", Chain)
+				a.log.InfoContext(ctx, "Re-created missing iptables rules", "chain", a.rules.chain)
 			}
 		case <-flush.C:
 			if err := a.audit.Flush(ctx); err != nil {

@@ -9,8 +9,8 @@ import (
 	"strconv"
 )
 
-// Chain is the node agent's own chain in the nat table; PREROUTING jumps to it.
-const Chain = "CERULEAN-NMI"
+// DefaultChain is the node agent's own chain in the nat table; PREROUTING jumps to it.
+const DefaultChain = "CERULEAN-NMI"
 
 // MetadataIP is the instance-metadata address pods ask.
 const MetadataIP = "169.254.169.254"
@@ -18,15 +18,19 @@ const MetadataIP = "169.254.169.254"
 // rules installs and removes the DNAT of 169.254.169.254:80 from pod interfaces to the agent.
 type rules struct {
 	iptables   string // the iptables binary
+	chain      string
 	interfaces []string
 	target     string // ip:port
 }
 
-func newRules(bin string, interfaces []string, ip net.IP, port int) *rules {
+func newRules(bin, chain string, interfaces []string, ip net.IP, port int) *rules {
 	if bin == "" {
 		bin = "iptables"
 	}
-	return &rules{iptables: bin, interfaces: interfaces, target: net.JoinHostPort(ip.String(), strconv.Itoa(port))}
+	if chain == "" {
+		chain = DefaultChain
+	}
+	return &rules{iptables: bin, chain: chain, interfaces: interfaces, target: net.JoinHostPort(ip.String(), strconv.Itoa(port))}
 }
 
 func (r *rules) run(ctx context.Context, args ...string) error {
@@ -44,29 +48,31 @@ func (r *rules) dnat(iface string) []string {
 		"-m", "comment", "--comment", "cerulean node agent: pod IMDS to the agent"}
 }
 
-var jump = []string{"-j", Chain, "-m", "comment", "--comment", "cerulean node agent"}
+func (r *rules) jump() []string {
+	return []string{"-j", r.chain, "-m", "comment", "--comment", "cerulean node agent"}
+}
 
 // Ensure creates the chain, its rules and PREROUTING's jump when any is missing; it leaves
 // rules that are present alone, so that there is no moment without them.
 func (r *rules) Ensure(ctx context.Context) (changed bool, err error) {
-	if r.run(ctx, "-S", Chain) != nil {
-		if err := r.run(ctx, "-N", Chain); err != nil {
+	if r.run(ctx, "-S", r.chain) != nil {
+		if err := r.run(ctx, "-N", r.chain); err != nil {
 			return false, fmt.Errorf("create chain: %w", err)
 		}
 		changed = true
 	}
 	for _, iface := range r.interfaces {
 		spec := r.dnat(iface)
-		if r.run(ctx, append([]string{"-C", Chain}, spec...)...) == nil {
+		if r.run(ctx, append([]string{"-C", r.chain}, spec...)...) == nil {
 			continue
 		}
-		if err := r.run(ctx, append([]string{"-A", Chain}, spec...)...); err != nil {
+		if err := r.run(ctx, append([]string{"-A", r.chain}, spec...)...); err != nil {
 			return changed, fmt.Errorf("add DNAT rule: %w", err)
 		}
 		changed = true
 	}
-	if r.run(ctx, append([]string{"-C", "PREROUTING"}, jump...)...) != nil {
-		if err := r.run(ctx, append([]string{"-I", "PREROUTING", "1"}, jump...)...); err != nil {
+	if r.run(ctx, append([]string{"-C", "PREROUTING"}, r.jump()...)...) != nil {
+		if err := r.run(ctx, append([]string{"-I", "PREROUTING", "1"}, r.jump()...)...); err != nil {
 			return changed, fmt.Errorf("add PREROUTING jump: %w", err)
 		}
 		changed = true
@@ -76,15 +82,15 @@ func (r *rules) Ensure(ctx context.Context) (changed bool, err error) {
 
 // Remove deletes the jump and the chain; absent parts are no error.
 func (r *rules) Remove(ctx context.Context) error {
-	for r.run(ctx, append([]string{"-D", "PREROUTING"}, jump...)...) == nil {
+	for r.run(ctx, append([]string{"-D", "PREROUTING"}, r.jump()...)...) == nil {
 	}
-	if r.run(ctx, "-S", Chain) != nil {
+	if r.run(ctx, "-S", r.chain) != nil {
 		return nil
 	}
-	if err := r.run(ctx, "-F", Chain); err != nil {
+	if err := r.run(ctx, "-F", r.chain); err != nil {
 		return fmt.Errorf("flush chain: %w", err)
 	}
-	if err := r.run(ctx, "-X", Chain); err != nil {
+	if err := r.run(ctx, "-X", r.chain); err != nil {
 		return fmt.Errorf("delete chain: %w", err)
 	}
 	return nil

@@ -16,7 +16,7 @@ type countingSource struct {
 	release chan struct{}
 }
 
-func (s *countingSource) Token(ctx context.Context, id Identity, resource string) (Token, error) {
+func (s *countingSource) Token(_ context.Context, id Identity, resource string) (Token, error) {
 	n := s.calls.Add(1)
 	<-s.release
 	return Token{AccessToken: "t" + string(rune('0'+n)), ClientID: id.ClientID, Resource: resource, ExpiresOn: s.now().Add(time.Hour)}, nil

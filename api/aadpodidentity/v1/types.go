@@ -101,6 +101,7 @@ type AzureIdentityStatus struct {
 
 // AzureIdentity is the specification of the identity data structure.
 // +kubebuilder:object:root=true
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved"
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="ClientID",type=string,JSONPath=`.spec.clientID`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -158,6 +159,7 @@ type AzureIdentityBindingStatus struct {
 
 // AzureIdentityBinding brings together the spec of matching pods and the identity which they can use.
 // +kubebuilder:object:root=true
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved"
 // +kubebuilder:printcolumn:name="AzureIdentity",type=string,JSONPath=`.spec.azureIdentity`
 // +kubebuilder:printcolumn:name="Selector",type=string,JSONPath=`.spec.selector`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -232,6 +234,7 @@ type AzureAssignedIdentityStatus struct {
 
 // AzureAssignedIdentity contains the identity <-> pod mapping which is matched.
 // +kubebuilder:object:root=true
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved"
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.spec.pod`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodename`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.status`
@@ -283,6 +286,7 @@ type AzurePodIdentityExceptionStatus struct {
 // AzurePodIdentityException contains the pod selectors for all pods that don't require the
 // node agent to request tokens on their behalf.
 // +kubebuilder:object:root=true
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved"
 type AzurePodIdentityException struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -59,7 +59,6 @@ type Reconciler struct {
 	c      client.Client
 	rec    events.EventRecorder
 	opts   Options
-	nodeOf map[string]string
 }
 
 const (

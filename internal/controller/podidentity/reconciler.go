@@ -56,9 +56,9 @@ type Options struct {
 // Reconciler reconciles one VM or scale set (or, for a node without an Azure provider id, one
 // node): the request's Name is its key.
 type Reconciler struct {
-	c      client.Client
-	rec    events.EventRecorder
-	opts   Options
+	c    client.Client
+	rec  events.EventRecorder
+	opts Options
 }
 
 const (

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -90,6 +91,7 @@ func InstallCRDs(t testing.TB, cfg *rest.Config) {
 // StartController runs the assignment controller in a manager of its own until the test ends.
 func StartController(t testing.TB, cfg *rest.Config, opts podidentity.Options) {
 	t.Helper()
+	ctrl.SetLogger(logr.Discard())
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme(t), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

@@ -21,46 +21,58 @@ const (
 	ReasonTokenRefused = "TokenRefused"
 )
 
-// auditKey identifies one aggregated Event: same object, reason and message.
+// auditKey identifies one aggregated Event: the same object, type, reason and pod. The message
+// (which names the resource) is not part of it, so a pod asking for ever new resources still
+// makes one Event, carrying the latest message.
 type auditKey struct {
 	obj       corev1.ObjectReference
+	pod       string
 	eventType string
 	reason    string
-	message   string
 }
 
 type auditCount struct {
 	n           int32
 	first, last time.Time
+	message     string
 }
 
-// Auditor records issuances and refusals as Events, aggregated: identical records between two
-// flushes add to one Event's count, and later flushes add to the same Event. Messages never
-// contain a token.
+// maxAuditKeys bounds what one flush interval holds; records beyond it are dropped (and logged
+// as a count) rather than growing without bound.
+const maxAuditKeys = 10000
+
+// Auditor records issuances and refusals as Events, aggregated: records with the same key
+// between two flushes add to one Event's count, and later flushes add to the same Event.
+// Messages never contain a token.
 type Auditor struct {
-	c     client.Client
-	node  string
-	now   func() time.Time
-	mu    sync.Mutex
-	queue map[auditKey]*auditCount
+	c       client.Client
+	node    string
+	now     func() time.Time
+	mu      sync.Mutex
+	queue   map[auditKey]*auditCount
+	dropped int
 }
 
 func newAuditor(c client.Client, node string, now func() time.Time) *Auditor {
 	return &Auditor{c: c, node: node, now: now, queue: map[auditKey]*auditCount{}}
 }
 
-// Record counts one occurrence.
-func (a *Auditor) Record(obj corev1.ObjectReference, eventType, reason, message string) {
-	k := auditKey{obj: obj, eventType: eventType, reason: reason, message: message}
+// Record counts one occurrence for pod.
+func (a *Auditor) Record(obj corev1.ObjectReference, pod *corev1.Pod, eventType, reason, message string) {
+	k := auditKey{obj: obj, pod: pod.Namespace + "/" + pod.Name, eventType: eventType, reason: reason}
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c := a.queue[k]; c != nil {
 		c.n++
-		c.last = now
+		c.last, c.message = now, message
 		return
 	}
-	a.queue[k] = &auditCount{n: 1, first: now, last: now}
+	if len(a.queue) >= maxAuditKeys {
+		a.dropped++
+		return
+	}
+	a.queue[k] = &auditCount{n: 1, first: now, last: now, message: message}
 }
 
 // Flush writes what was recorded since the last flush.
@@ -68,8 +80,13 @@ func (a *Auditor) Flush(ctx context.Context) error {
 	a.mu.Lock()
 	q := a.queue
 	a.queue = map[auditKey]*auditCount{}
+	dropped := a.dropped
+	a.dropped = 0
 	a.mu.Unlock()
 	var firstErr error
+	if dropped > 0 {
+		firstErr = fmt.Errorf("write audit events: %d records dropped over the limit of %d keys", dropped, maxAuditKeys)
+	}
 	for k, c := range q {
 		if err := a.write(ctx, k, c); err != nil && firstErr == nil {
 			firstErr = err
@@ -79,7 +96,7 @@ func (a *Auditor) Flush(ctx context.Context) error {
 }
 
 func (a *Auditor) write(ctx context.Context, k auditKey, c *auditCount) error {
-	sum := sha256.Sum256([]byte(a.node + "\x00" + string(k.obj.UID) + "\x00" + k.eventType + "\x00" + k.reason + "\x00" + k.message))
+	sum := sha256.Sum256([]byte(a.node + "\x00" + string(k.obj.UID) + "\x00" + k.pod + "\x00" + k.eventType + "\x00" + k.reason))
 	name := fmt.Sprintf("%.200s.%s", k.obj.Name, hex.EncodeToString(sum[:8]))
 	var ev corev1.Event
 	err := a.c.Get(ctx, types.NamespacedName{Namespace: k.obj.Namespace, Name: name}, &ev)
@@ -87,7 +104,7 @@ func (a *Auditor) write(ctx context.Context, k auditKey, c *auditCount) error {
 	case apierrors.IsNotFound(err):
 		ev = corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Namespace: k.obj.Namespace, Name: name},
-			InvolvedObject: k.obj, Type: k.eventType, Reason: k.reason, Message: k.message, Count: c.n,
+			InvolvedObject: k.obj, Type: k.eventType, Reason: k.reason, Message: c.message, Count: c.n,
 			FirstTimestamp: metav1.NewTime(c.first), LastTimestamp: metav1.NewTime(c.last),
 			Source:              corev1.EventSource{Component: "cerulean-node-agent", Host: a.node},
 			ReportingController: "cerulean.dev/node-agent", ReportingInstance: a.node,
@@ -101,6 +118,7 @@ func (a *Auditor) write(ctx context.Context, k auditKey, c *auditCount) error {
 	}
 	patch := client.MergeFrom(ev.DeepCopy())
 	ev.Count += c.n
+	ev.Message = c.message
 	ev.LastTimestamp = metav1.NewTime(c.last)
 	if err := a.c.Patch(ctx, &ev, patch); err != nil {
 		return fmt.Errorf("update event: %w", err)

@@ -263,7 +263,7 @@ func (a *Agent) issue(ctx context.Context, pod *corev1.Pod, q query) (imdsToken,
 		if m != nil {
 			obj = bindingRef(m.Binding)
 		}
-		a.audit.Record(obj, corev1.EventTypeWarning, ReasonTokenRefused, fmt.Sprintf("Refused a token for resource %s to pod %s/%s: %s",
+		a.audit.Record(obj, pod, corev1.EventTypeWarning, ReasonTokenRefused, fmt.Sprintf("Refused a token for resource %s to pod %s/%s: %s",
 			clip(q.resource, 200), pod.Namespace, pod.Name, ref.message))
 		return imdsToken{}, "", ref
 	}
@@ -276,11 +276,11 @@ func (a *Agent) issue(ctx context.Context, pod *corev1.Pod, q query) (imdsToken,
 		} else {
 			a.log.ErrorContext(ctx, "Getting a token failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		}
-		a.audit.Record(bindingRef(m.Binding), corev1.EventTypeWarning, ReasonTokenRefused, fmt.Sprintf("Refused a token for resource %s to pod %s/%s (identity %s): %s",
+		a.audit.Record(bindingRef(m.Binding), pod, corev1.EventTypeWarning, ReasonTokenRefused, fmt.Sprintf("Refused a token for resource %s to pod %s/%s (identity %s): %s",
 			clip(q.resource, 200), pod.Namespace, pod.Name, displayID(id), ref.message))
 		return imdsToken{}, "", ref
 	}
-	a.audit.Record(bindingRef(m.Binding), corev1.EventTypeNormal, ReasonTokenIssued, fmt.Sprintf("Issued a token for resource %s to pod %s/%s (identity %s)",
+	a.audit.Record(bindingRef(m.Binding), pod, corev1.EventTypeNormal, ReasonTokenIssued, fmt.Sprintf("Issued a token for resource %s to pod %s/%s (identity %s)",
 		clip(q.resource, 200), pod.Namespace, pod.Name, displayID(id)))
 	b := a.body(t)
 	if b.ClientID == "" {

@@ -29,7 +29,8 @@ type Compute interface {
 type ARMCompute struct {
 	Credential azcore.TokenCredential
 	Options    *arm.ClientOptions
-	// PollFrequency is the long-running operation poll interval (default 1s).
+	// PollFrequency is the long-running operation poll interval (default 1s; the SDK refuses
+	// less outside tests).
 	PollFrequency time.Duration
 	// Patches counts the PATCH requests made (read by tests and benchmarks).
 	Patches func()

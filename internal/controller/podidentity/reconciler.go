@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -227,15 +230,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			delete(existing, k)
 		}
 	}
+	var toCreate []*aadv1.AzureAssignedIdentity
 	for k, d := range want {
-		if existing[k] != nil {
-			continue
+		if existing[k] == nil {
+			existing[k] = newAssigned(d)
+			toCreate = append(toCreate, existing[k])
 		}
-		a := newAssigned(d)
+	}
+	if err := parallel(ctx, toCreate, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
 		if err := r.c.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("create assigned identity: %w", err)
+			return fmt.Errorf("create assigned identity: %w", err)
 		}
-		existing[k] = a
+		return nil
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	// The identities the resource must carry, and those only stale assignments needed.
@@ -301,20 +309,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 
 	// Delete stale assignments once their identities are off the resource.
-	for _, a := range stale {
+	if err := parallel(ctx, stale, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
 		if err := r.c.Delete(ctx, a); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("delete assigned identity: %w", err)
+			return fmt.Errorf("delete assigned identity: %w", err)
 		}
+		return nil
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, a := range stale {
 		if slices.ContainsFunc(removals, func(id string) bool { return strings.EqualFold(id, a.Spec.AzureIdentityRef.Spec.ResourceID) }) {
 			r.rec.Eventf(a.Spec.AzureBindingRef, nil, corev1.EventTypeNormal, ReasonUnassigned, "Unassign",
 				"Removed identity %s from %s: no pod on it needs it any more", a.Spec.AzureIdentityRef.Spec.ResourceID, comp.ID)
 		}
 	}
 	// Move the others to Assigned, or record why not.
+	var toUpdate []*aadv1.AzureAssignedIdentity
+	before := map[*aadv1.AzureAssignedIdentity]*aadv1.AzureAssignedIdentity{}
 	for k := range want {
 		a := existing[k]
 		lid := strings.ToLower(a.Spec.AzureIdentityRef.Spec.ResourceID)
-		before := a.DeepCopy()
+		b := a.DeepCopy()
 		if a.Annotations == nil {
 			a.Annotations = map[string]string{}
 		}
@@ -328,24 +343,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 				a.Annotations[AddedAnnotation] = fmt.Sprint(added[lid])
 			}
 		}
-		if before.Status == a.Status && maps(before.Annotations, a.Annotations) {
+		if b.Status == a.Status && maps(b.Annotations, a.Annotations) {
 			continue
 		}
+		before[a] = b
+		toUpdate = append(toUpdate, a)
+	}
+	var mu sync.Mutex
+	if err := parallel(ctx, toUpdate, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
 		if err := r.c.Update(ctx, a); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				mu.Lock()
 				result.RequeueAfter = time.Second
-				continue
+				mu.Unlock()
+				return nil
 			}
-			return ctrl.Result{}, fmt.Errorf("update assigned identity: %w", err)
+			return fmt.Errorf("update assigned identity: %w", err)
 		}
+		b := before[a]
 		switch {
-		case a.Status.Status == aadv1.AssignedIDAssigned && before.Status.Status != aadv1.AssignedIDAssigned:
+		case a.Status.Status == aadv1.AssignedIDAssigned && b.Status.Status != aadv1.AssignedIDAssigned:
 			r.rec.Eventf(a, a.Spec.AzureBindingRef, corev1.EventTypeNormal, ReasonAssigned, "Assign", "Identity %s assigned for pod %s/%s",
 				a.Spec.AzureIdentityRef.Spec.ResourceID, a.Spec.PodNamespace, a.Spec.Pod)
-		case a.Status.Status != aadv1.AssignedIDAssigned && before.Status.Message != a.Status.Message:
+		case a.Status.Status != aadv1.AssignedIDAssigned && b.Status.Message != a.Status.Message:
 			r.rec.Eventf(a, a.Spec.AzureBindingRef, corev1.EventTypeWarning, ReasonAssignmentFailed, "Assign", "Identity %s not assigned for pod %s/%s: %s",
 				a.Spec.AzureIdentityRef.Spec.ResourceID, a.Spec.PodNamespace, a.Spec.Pod, a.Status.Message)
 		}
+		return nil
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
 	return result, nil
 }
@@ -386,6 +412,19 @@ func (r *Reconciler) patch(ctx context.Context, comp podidentity.Compute, system
 			return nil, failed
 		}
 	}
+}
+
+// writers bounds the concurrent writes of one pass.
+const writers = 16
+
+// parallel runs fn for every item, writers at a time, and returns the first error.
+func parallel[T any](ctx context.Context, items []T, fn func(context.Context, T) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(writers)
+	for _, it := range items {
+		g.Go(func() error { return fn(ctx, it) })
+	}
+	return g.Wait()
 }
 
 func firstErr(m map[string]error) error {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -228,7 +229,12 @@ func benchAgentTokens(ctx context.Context, cp *devenv.ControlPlane, c *cloud.Clo
 	agentCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(agentCtx) }()
-	defer func() { stop(); <-done }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "node agent:", err)
+		}
+	}()
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bench-client", Labels: map[string]string{aadv1.PodLabel: "id-0"}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
@@ -265,14 +271,14 @@ func benchAgentTokens(ctx context.Context, cp *devenv.ControlPlane, c *cloud.Clo
 	}
 	var n atomic.Int64
 	uniq := func() string { return url.QueryEscape(fmt.Sprintf("api://bench-%d", n.Add(1))) }
-	direct := func(ctx context.Context) error {
+	direct := func(context.Context) error {
 		return get(hc, s.URL+msi.IMDSPath+"?api-version=2018-02-01&client_id="+*mi.Properties.ClientID+"&resource="+uniq(),
 			map[string]string{"Metadata": "true", msi.HeaderName: header})
 	}
-	cached := func(ctx context.Context) error {
+	cached := func(context.Context) error {
 		return get(podClient, base+url.QueryEscape("https://vault.azure.net"), map[string]string{"Metadata": "true"})
 	}
-	uncached := func(ctx context.Context) error {
+	uncached := func(context.Context) error {
 		return get(podClient, base+uniq(), map[string]string{"Metadata": "true"})
 	}
 	var rows []row

@@ -208,7 +208,7 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 		PodInterfaces: []string{net.ifacePattern()}, Chain: chain,
 		Tokens: &nodeagent.IMDSSource{Endpoint: az.s.URL, Header: header, Client: &http.Client{Transport: az.c.Transport()}},
 		IMDS:   cloudURL, IMDSHeader: header, IMDSTransport: az.c.Transport(),
-		AssignWait: 10 * time.Second, SyncPeriod: 200 * time.Millisecond, FlushPeriod: time.Hour,
+		AssignWait: 3 * time.Second, SyncPeriod: 200 * time.Millisecond, FlushPeriod: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -408,6 +408,15 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 		}
 		if a := podGet(t, pd, q(vaultResource, "client_id", *az.ids["id-b"].Properties.ClientID), 1); a.Status != http.StatusOK {
 			t.Fatalf("id-b token: %+v", a)
+		}
+		// The identity that cannot be assigned: the request waits (bounded) and then says so.
+		missingClient := ""
+		var idm aadv1.AzureIdentity
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "id-missing"}, &idm); err == nil {
+			missingClient = idm.Spec.ClientID
+		}
+		if a := podGet(t, pd, q(vaultResource, "client_id", missingClient), 1); a.Status != http.StatusNotFound || a.Body["error"] != "identity_not_assigned" {
+			t.Fatalf("an identity not assigned yet: %+v", a)
 		}
 		eventually(t, "a Warning event for the failing identity", func(ctx context.Context) (bool, error) {
 			var evs corev1.EventList

@@ -75,3 +75,19 @@ func TestParseProviderID(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseProviderID(f *testing.F) {
+	f.Add("azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/v")
+	f.Add("azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachineScaleSets/ss/virtualMachines/0")
+	f.Add("azure://")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseProviderID(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseProviderID("azure://" + c.ID + map[bool]string{true: "/virtualMachines/0", false: ""}[c.ScaleSet])
+		if err != nil || again != c {
+			t.Fatalf("%q parsed to %+v, which does not round-trip: %+v %v", s, c, again, err)
+		}
+	})
+}

@@ -26,6 +26,7 @@ func newNodeAgentCommand() *cobra.Command {
 	f.StringVar(&opts.Listen, "listen", "0.0.0.0:2579", "address served")
 	f.StringVar(&opts.NodeIP, "node-ip", os.Getenv("NODE_IP"), "node address pods' IMDS traffic is DNATed to ($NODE_IP)")
 	f.StringSliceVar(&opts.PodInterfaces, "pod-interfaces", []string{"cni0"}, "interfaces pods' traffic arrives on (iptables -i patterns, e.g. cni0,veth+); empty installs no rules")
+	f.StringVar(&opts.Chain, "iptables-chain", nodeagent.DefaultChain, "the agent's own chain in the nat table")
 	f.StringVar(&opts.IMDSEndpoint, "imds-endpoint", "http://169.254.169.254", "the node's managed-identity endpoint (the local cloud's URL for a local node)")
 	f.StringVar(&opts.IdentityHeaderFile, "identity-header-file", "", "file with the local cloud's identity header of the node's VM or scale set")
 	f.StringVar(&opts.CAFile, "ca-file", "", "CA bundle of the managed-identity endpoint (local cloud)")

@@ -36,11 +36,9 @@ up: build control-plane ## Run the whole system on this machine (state in DATA_D
 	$(BIN)/cerulean up --data-dir $(DATA_DIR)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (the Azure CLI, Node.js; Debian's Node.js unpacked; ip and iptables; first run only)
-	hack/install-azure-cli.sh
-	hack/install-node.sh
+test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables from Debian; Debian's Node.js unpacked; first run only)
+	hack/install-test-deps.sh
 	hack/install-debian-node.sh
-	hack/install-netns-tools.sh
 
 .PHONY: test
 test: build tools test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint

@@ -51,6 +51,7 @@ func newCloudCommand() *cobra.Command {
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every request")
 	cmd.Flags().DurationVar(&opts.ARM.RetryAfter, "arm-retry-after", 0, "poll interval ARM advertises on long-running operations (default 1s)")
 	cmd.Flags().BoolVar(&opts.Throttle, "throttle", false, "apply Azure's request limits: ARM reads 250 (+25/s) and writes 200 (+10/s) per subscription and principal, Key Vault 2000 per 10 s per vault")
+	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy-addr", cloud.DefaultProxyAddr, "forward proxy for Azure's public names (HTTPS_PROXY); 0 picks a free port, empty runs none")
 	cmd.Flags().StringVar(&faultsFile, "faults", "", "fault rules (JSON or YAML) active from the start; the admin API changes them later")
 	cmd.AddCommand(newCloudEnvCommand())
 	return cmd
@@ -67,24 +68,42 @@ func runCloud(ctx context.Context, opts cloud.Options) error {
 
 func newCloudEnvCommand() *cobra.Command {
 	dataDir, compute := "", ""
+	viaProxy := false
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print the shell exports that point Azure clients at the local cloud",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if compute != "" && viaProxy {
+				return fmt.Errorf("--compute and --proxy exclude each other")
+			}
 			if compute != "" {
 				return runComputeEnv(cmd.OutOrStdout(), dataDir, compute)
+			}
+			if viaProxy {
+				return runProxyEnv(cmd.OutOrStdout(), dataDir)
 			}
 			return runCloudEnv(cmd.OutOrStdout(), dataDir)
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultCloudDataDir(), "the cloud's data directory; $CERULEAN_CLOUD_DATA_DIR sets the default")
+	cmd.Flags().BoolVar(&viaProxy, "proxy", false, "print what a client with default settings needs: HTTPS_PROXY, NO_PROXY, the CA and the bootstrap principal, no endpoints")
 	cmd.Flags().StringVar(&compute, "compute", "", "print only IDENTITY_ENDPOINT, IDENTITY_HEADER and SSL_CERT_FILE for code on this VM or scale set (resource id)")
 	return cmd
 }
 
 func runCloudEnv(out io.Writer, dataDir string) error {
 	env, err := cloud.ReadEnv(dataDir)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(out, env)
+	return err
+}
+
+// runProxyEnv prints the exports for clients that use the cloud through its proxy.
+func runProxyEnv(out io.Writer, dataDir string) error {
+	env, err := cloud.ReadProxyEnv(dataDir)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newNodeAgentCommand())
+	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newManagerCommand(), newNodeAgentCommand())
 	return root
 }

@@ -6,6 +6,7 @@
 package azure
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -110,28 +111,69 @@ func (c Config) Credential() (azcore.TokenCredential, error) {
 	if c.TenantID == "" || c.ClientID == "" {
 		return nil, fmt.Errorf("%w: AZURE_TENANT_ID and AZURE_CLIENT_ID are required", ErrIncomplete)
 	}
+	if c.ClientSecret == "" && c.ClientCertificatePath == "" {
+		return nil, fmt.Errorf("%w: AZURE_CLIENT_SECRET or AZURE_CLIENT_CERTIFICATE_PATH is required", ErrIncomplete)
+	}
 	opts, err := c.ClientOptions()
 	if err != nil {
 		return nil, err
 	}
-	noDiscovery := !c.IsPublic()
-	switch {
-	case c.ClientSecret != "":
-		return azidentity.NewClientSecretCredential(c.TenantID, c.ClientID, c.ClientSecret,
-			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
-	case c.ClientCertificatePath != "":
+	cc := ClientCredential{TenantID: c.TenantID, ClientID: c.ClientID, Secret: c.ClientSecret}
+	if c.ClientSecret == "" {
 		pem, err := os.ReadFile(c.ClientCertificatePath)
 		if err != nil {
 			return nil, fmt.Errorf("read client certificate: %w", err)
 		}
-		certs, key, err := azidentity.ParseCertificates(pem, nil)
-		if err != nil {
-			return nil, fmt.Errorf("parse client certificate %s: %w", c.ClientCertificatePath, err)
-		}
-		return azidentity.NewClientCertificateCredential(c.TenantID, c.ClientID, certs, key,
-			&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+		cc.Certificate = pem
 	}
-	return nil, fmt.Errorf("%w: AZURE_CLIENT_SECRET or AZURE_CLIENT_CERTIFICATE_PATH is required", ErrIncomplete)
+	cred, err := c.NewCredential(cc, opts)
+	if err != nil && c.ClientSecret == "" {
+		return nil, fmt.Errorf("client certificate %s: %w", c.ClientCertificatePath, err)
+	}
+	return cred, err
+}
+
+// ClientCredential is what an application authenticates with to Entra ID: a client secret, a
+// certificate (PEM or PKCS#12, with its key), or an assertion such as a projected
+// service-account token (workload identity federation). The first one set is used.
+type ClientCredential struct {
+	TenantID            string
+	ClientID            string
+	Secret              string
+	Certificate         []byte
+	CertificatePassword string
+	Assertion           func(context.Context) (string, error)
+}
+
+// NewCredential builds a new credential for cc with opts (usually ClientOptions of this Config,
+// computed once and shared so that credentials share one transport). Each credential keeps its
+// own token cache: a new one asks Entra ID for a token on first use. Errors never carry the
+// secret material.
+func (c Config) NewCredential(cc ClientCredential, opts azcore.ClientOptions) (azcore.TokenCredential, error) {
+	if cc.TenantID == "" || cc.ClientID == "" {
+		return nil, fmt.Errorf("%w: tenant and client id are required", ErrIncomplete)
+	}
+	noDiscovery := !c.IsPublic()
+	switch {
+	case cc.Secret != "":
+		return azidentity.NewClientSecretCredential(cc.TenantID, cc.ClientID, cc.Secret,
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+	case len(cc.Certificate) > 0:
+		var password []byte
+		if cc.CertificatePassword != "" {
+			password = []byte(cc.CertificatePassword)
+		}
+		certs, key, err := azidentity.ParseCertificates(cc.Certificate, password)
+		if err != nil {
+			return nil, fmt.Errorf("parse client certificate: %w", err)
+		}
+		return azidentity.NewClientCertificateCredential(cc.TenantID, cc.ClientID, certs, key,
+			&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+	case cc.Assertion != nil:
+		return azidentity.NewClientAssertionCredential(cc.TenantID, cc.ClientID, cc.Assertion,
+			&azidentity.ClientAssertionCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+	}
+	return nil, fmt.Errorf("%w: a client secret, certificate or assertion is required", ErrIncomplete)
 }
 
 // ARMOptions are ClientOptions for the arm* clients.

@@ -27,6 +27,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/cloud/pki"
+	"github.com/cerulean/cerulean/internal/cloud/proxy"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/fsutil"
@@ -48,6 +49,10 @@ type Options struct {
 	KeyVaultLimits *keyvault.Limits // per-vault throttling; nil = none unless Throttle
 	Faults         *faults.Config   // fault rules active from the start; the admin API changes them
 	RequestLogSize int              // requests the log keeps; 0 = reqlog.DefaultSize
+	// ProxyAddr is where the forward proxy for Azure's public names listens ("0" or a port
+	// 0 picks a free loopback port); empty runs no proxy. `cerulean cloud` defaults to
+	// DefaultProxyAddr.
+	ProxyAddr string
 }
 
 // Settings are what a client needs to use the cloud.
@@ -64,6 +69,7 @@ type Settings struct {
 	ResourceManagerAudience string
 	CAFile                  string
 	DataDir                 string
+	ProxyURL                string // http://HOST:PORT of the forward proxy (HTTPS_PROXY); empty without one
 }
 
 // ResourceManagerAudience is the audience ARM tokens are requested for, as in the public cloud.
@@ -71,9 +77,8 @@ const ResourceManagerAudience = "https://management.core.windows.net/"
 
 // Files in the data directory.
 const (
-	stateFile      = "state.db"
-	EnvFile        = "env" // `export NAME=VALUE` lines, written atomically once the cloud is ready
-	clientCertFile = "bootstrap-client.pem"
+	stateFile = "state.db"
+	EnvFile   = "env" // `export NAME=VALUE` lines, written atomically once the cloud is ready
 )
 
 // Cloud is a running local cloud.
@@ -86,6 +91,11 @@ type Cloud struct {
 	msi      *msi.Service
 	keyVault *keyVaultParts
 	srv      *http.Server
+	// handler serves Entra ID, ARM, the managed-identity endpoints and the admin API: what the
+	// main listener serves, and what any other front for those services (a forward proxy) must
+	// serve too, so that it keeps httpx.CompleteBody and the request log.
+	handler  http.Handler
+	proxy    *proxy.Proxy
 	inflight httpx.InFlight
 	served   chan error
 	log      *slog.Logger
@@ -137,6 +147,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 			return
 		}
 		if c != nil {
+			_ = c.closeProxy()
 			if c.srv != nil {
 				_ = c.srv.Close()
 			}
@@ -168,7 +179,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	}
 	base := "https://" + publicHostPort(opts.Addr, ln.Addr())
 
-	boot, err := ensureBootstrap(ctx, st, entra.NewDirectory(st, opts.Clock), opts.Clock)
+	boot, err := ensureBootstrap(ctx, st, entra.NewDirectory(st, opts.Clock), dir, opts.Clock, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -179,14 +190,10 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	certPath := filepath.Join(dir, clientCertFile)
-	if err := fsutil.WriteFileAtomic(certPath, boot.ClientCertPEM, 0o600); err != nil {
-		return nil, fmt.Errorf("write bootstrap client certificate: %w", err)
-	}
 	c.settings = Settings{
 		URL: base, TenantID: boot.TenantID, SubscriptionID: boot.SubscriptionID,
 		ClientID: boot.ClientID, ObjectID: boot.ObjectID, ClientSecret: boot.ClientSecret,
-		ClientCertificatePath: certPath, AuthorityHost: base + "/",
+		ClientCertificatePath: boot.ClientCertPath, AuthorityHost: base + "/",
 		ResourceManagerEndpoint: base, ResourceManagerAudience: ResourceManagerAudience,
 		CAFile: certs.CAFile, DataDir: dir,
 	}
@@ -206,8 +213,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		Faults: c.faults, Requests: c.requests,
 	}).Register(mux)
 	mux.Handle("/", c.entra.NotFound())
+	c.handler = httpx.CompleteBody(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux))))
 	c.srv = &http.Server{
-		Handler:           c.inflight.Wrap(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux)))),
+		Handler:           c.inflight.Wrap(c.handler),
 		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // keep-alive connections of gone clients do not pile up
@@ -215,12 +223,15 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
 	go func() { c.served <- c.srv.Serve(tls.NewListener(ln, c.srv.TLSConfig)) }()
+	if err := c.startProxy(opts); err != nil {
+		return nil, err
+	}
 
 	if err := fsutil.WriteFileAtomic(filepath.Join(dir, EnvFile), []byte(FormatEnv(c.Env())), 0o600); err != nil {
 		return nil, fmt.Errorf("write env file: %w", err)
 	}
 	ok = true
-	opts.Logger.Info("Cloud ready", "url", base, "dataDir", dir, "tenantId", boot.TenantID)
+	opts.Logger.Info("Cloud ready", "url", base, "proxy", c.settings.ProxyURL, "dataDir", dir, "tenantId", boot.TenantID)
 	return c, nil
 }
 
@@ -298,7 +309,8 @@ func (c *Cloud) Close() error {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := httpx.Shutdown(ctx, c.srv, &c.inflight)
+		err := c.closeProxy()
+		err = errors.Join(err, httpx.Shutdown(ctx, c.srv, &c.inflight))
 		c.closeARM()
 		err = errors.Join(err, c.closeKeyVault())
 		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {

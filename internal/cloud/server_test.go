@@ -91,9 +91,19 @@ func TestDiscovery(t *testing.T) {
 	status, inst := e.do(t, "GET", s.URL+"/common/discovery/instance?api-version=1.1&authorization_endpoint="+
 		url.QueryEscape(s.URL+"/"+s.TenantID+"/oauth2/v2.0/authorize"), "", nil)
 	host := strings.TrimPrefix(s.URL, "https://")
-	if status != 200 || inst["tenant_discovery_endpoint"] != s.URL+"/{tenant}/v2.0/.well-known/openid-configuration" ||
+	// The tenant is the authorization endpoint's, never a placeholder: MSAL uses the URL as given.
+	if status != 200 || inst["tenant_discovery_endpoint"] != s.URL+"/"+s.TenantID+"/v2.0/.well-known/openid-configuration" ||
 		inst["metadata"].([]any)[0].(map[string]any)["preferred_network"] != host {
 		t.Errorf("instance discovery: %d %v", status, inst)
+	}
+	status, inst = e.do(t, "GET", s.URL+"/common/discovery/instance?api-version=1.1&authorization_endpoint="+
+		url.QueryEscape(s.URL+"/organizations/oauth2/v2.0/authorize"), "", nil)
+	if status != 200 || inst["tenant_discovery_endpoint"] != s.URL+"/organizations/v2.0/.well-known/openid-configuration" {
+		t.Errorf("instance discovery for organizations: %d %v", status, inst)
+	}
+	if status, _ := e.do(t, "GET", s.URL+"/common/discovery/instance?api-version=1.1&authorization_endpoint="+
+		url.QueryEscape("https://login.example.org/"+s.TenantID+"/oauth2/v2.0/authorize"), "", nil); status != http.StatusBadRequest {
+		t.Errorf("instance discovery for an unknown authority: %d, want 400", status)
 	}
 	status, oidc := e.do(t, "GET", s.URL+"/"+s.TenantID+"/v2.0/.well-known/openid-configuration", "", nil)
 	if status != 200 || oidc["issuer"] != s.URL+"/"+s.TenantID+"/v2.0" || oidc["token_endpoint"] != s.URL+"/"+s.TenantID+"/oauth2/v2.0/token" {

@@ -26,12 +26,19 @@ type Options struct {
 	BinDir string
 	// CloudAddr is where the local cloud listens; port 0 picks a free port on every start.
 	CloudAddr string
+	// ProxyAddr is where the cloud's forward proxy for Azure's public names listens ("0": a
+	// free port on every start); empty runs none.
+	ProxyAddr string
 	// Out receives progress and the summary.
 	Out io.Writer
 }
 
 // EnvFileName is written last, once everything is ready: its presence means "ready".
 const EnvFileName = "env"
+
+// ProxyEnvFileName holds what a client that keeps Azure's public names needs (the cloud's
+// proxy, its CA, the bootstrap principal), as `cerulean cloud env --proxy` prints it.
+const ProxyEnvFileName = "proxy.env"
 
 // Run starts everything, writes DIR/env, and runs until ctx ends or a component fails.
 func Run(ctx context.Context, opts Options) error {
@@ -42,9 +49,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 	}
-	envPath := filepath.Join(dataDir, EnvFileName)
-	if err := os.Remove(envPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	envPath, proxyEnvPath := filepath.Join(dataDir, EnvFileName), filepath.Join(dataDir, ProxyEnvFileName)
+	for _, p := range []string{envPath, proxyEnvPath} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+		}
 	}
 
 	cp, err := devenv.Start(ctx, devenv.Options{DataDir: dataDir, BinDir: opts.BinDir, Progress: opts.Out})
@@ -52,8 +61,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer func() {
-		// The env file must not outlive what it describes.
+		// The env files must not outlive what they describe.
 		_ = os.Remove(envPath)
+		_ = os.Remove(proxyEnvPath)
 		fmt.Fprintln(opts.Out, "stopping…")
 		cp.Stop()
 	}()
@@ -65,13 +75,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer cloudLog.Close()
 	az, err := cloud.Start(ctx, cloud.Options{
-		Addr:     opts.CloudAddr,
-		DataDir:  filepath.Join(dataDir, "cloud"),
-		TrustCAs: [][]byte{cp.CACertPEM}, // federated exchange fetches the cluster issuer's keys
-		Logger:   slog.New(slog.NewJSONHandler(cloudLog, nil)),
+		Addr:      opts.CloudAddr,
+		ProxyAddr: opts.ProxyAddr,
+		DataDir:   filepath.Join(dataDir, "cloud"),
+		TrustCAs:  [][]byte{cp.CACertPEM}, // federated exchange fetches the cluster issuer's keys
+		Logger:    slog.New(slog.NewJSONHandler(cloudLog, nil)),
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("start the local cloud: %w (stop whatever holds it, or pass --cloud-addr)", err)
+		return fmt.Errorf("start the local cloud: %w (stop whatever holds it, or pass --cloud-addr or --proxy-addr)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("start the local cloud: %w", err)
@@ -83,6 +94,20 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	fmt.Fprintln(opts.Out, "starting the manager…")
+	mgrCtx, stopManager := context.WithCancel(ctx)
+	defer stopManager()
+	managerDone, err := startManager(mgrCtx, cp, az, dataDir)
+	if err != nil {
+		return err
+	}
+
+	if az.Proxy() != nil {
+		proxyEnv := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.ProxyEnv()...)
+		if err := fsutil.WriteFileAtomic(proxyEnvPath, []byte(cloud.FormatEnv(proxyEnv)), 0o600); err != nil {
+			return err
+		}
+	}
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
 	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
@@ -96,10 +121,17 @@ func Run(ctx context.Context, opts Options) error {
 		return nil
 	case <-exited:
 		return which()
+	case err := <-managerDone:
+		return fmt.Errorf("manager stopped: %w", err)
 	}
 }
 
 func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string) {
+	proxyLine := ""
+	if az.ProxyURL != "" {
+		proxyLine = fmt.Sprintf("  proxy               %s  (Azure's public names; source %s)\n",
+			az.ProxyURL, filepath.Join(filepath.Dir(envPath), ProxyEnvFileName))
+	}
 	fmt.Fprintf(out, `
 Cerulean is up.
   kube-apiserver      %s
@@ -107,12 +139,12 @@ Cerulean is up.
   kubeconfig          %s
   local cloud         %s  (tenant %s, subscription %s)
   cluster (ARM)       %s
-  logs                %s
+%s  logs                %s
 
 Use it:
   source %s
   bin/kubectl get namespaces
 
 Ctrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, filepath.Join(cp.DataDir, "logs"), envPath)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, filepath.Join(cp.DataDir, "logs"), envPath)
 }

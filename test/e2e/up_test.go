@@ -43,10 +43,13 @@ func TestUpServesAndStopsCleanly(t *testing.T) {
 	}
 	server := kubectl(t, kubeconfig, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")
 	requestCloudToken(t, env)
+	checkProxyEnv(t, dir, env)
 
 	stopAndCheck(t, up, dir, syscall.SIGINT)
-	if _, err := os.Stat(filepath.Join(dir, "env")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("env file still present after up stopped: %v", err)
+	for _, f := range []string{"env", "proxy.env"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still present after up stopped: %v", f, err)
+		}
 	}
 
 	again := startUp(t, dir)
@@ -61,6 +64,34 @@ func TestUpServesAndStopsCleanly(t *testing.T) {
 	}
 	kubectl(t, kubeconfig, "get", "configmap", "survives-restart")
 	stopAndCheck(t, again, dir, syscall.SIGINT)
+}
+
+// checkProxyEnv: DIR/proxy.env (0600) names the proxy, the CA and the bootstrap principal of
+// DIR/env, and no endpoint override.
+func checkProxyEnv(t *testing.T, dir string, env map[string]string) {
+	t.Helper()
+	path := filepath.Join(dir, "proxy.env")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read proxy.env: %v", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("proxy.env mode: %v %v, want 0600", fi, err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		name, value, _ := strings.Cut(strings.TrimPrefix(l, "export "), "=")
+		got[name] = value
+	}
+	if !strings.HasPrefix(got["HTTPS_PROXY"], "http://127.0.0.1:") || got["SSL_CERT_FILE"] != env["SSL_CERT_FILE"] ||
+		got["AZURE_CLIENT_ID"] != env["AZURE_CLIENT_ID"] || got["AZURE_TENANT_ID"] != env["AZURE_TENANT_ID"] || got["KUBECONFIG"] != env["KUBECONFIG"] {
+		t.Errorf("proxy.env: %q", b)
+	}
+	for _, name := range []string{"AZURE_AUTHORITY_HOST", "AZURE_RESOURCE_MANAGER_ENDPOINT"} {
+		if _, ok := got[name]; ok {
+			t.Errorf("proxy.env overrides %s", name)
+		}
+	}
 }
 
 // TestUpKilledLeavesNoChildren: even a SIGKILL of `up` takes its children down (Pdeathsig).
@@ -78,7 +109,7 @@ func TestUpRefusesASecondInstance(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, dir)
 	waitForEnv(t, up, dir)
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0").CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "in use") {
 		t.Errorf("second up on the same directory: err=%v output=%q, want an 'in use' error", err, out)
 	}
@@ -95,7 +126,7 @@ type upProcess struct {
 func startUp(t *testing.T, dir string) *upProcess {
 	t.Helper()
 	p := &upProcess{output: &bytes.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0")
+	p.cmd = exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0")
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	if err := p.cmd.Start(); err != nil {
@@ -256,7 +287,7 @@ func TestUpNamesATakenCloudPort(t *testing.T) {
 	}
 	defer l.Close()
 	dir := t.TempDir()
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", l.Addr().String()).CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", l.Addr().String(), "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), l.Addr().String()) || !strings.Contains(string(out), "--cloud-addr") {
 		t.Errorf("up with its cloud port taken: err=%v output=%q, want an error naming the address and --cloud-addr", err, out)
 	}

@@ -211,6 +211,7 @@ func CleanPath(path string) string {
 
 // ServeHTTP is the adapter: it runs the front door and the handler and writes what they return.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, r = s.underPublicName(w, r)
 	h := w.Header()
 	reqID := uuid.NewString()
 	corr := r.Header.Get("x-ms-correlation-request-id")

@@ -34,7 +34,7 @@ func StartProcess(t testing.TB, bin, dir string, args ...string) *Process {
 	t.Helper()
 	_ = os.Remove(filepath.Join(dir, "env"))
 	stderr := &SyncBuffer{}
-	args = append(append([]string{"cloud"}, args...), "--addr", "127.0.0.1:0", "--data-dir", dir)
+	args = append(append([]string{"cloud"}, args...), "--addr", "127.0.0.1:0", "--proxy-addr", "0", "--data-dir", dir)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -10,9 +10,11 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
@@ -131,21 +133,81 @@ func (s *Service) tenant(r *http.Request, oauthErr string) (string, error) {
 	return t.ID, nil
 }
 
+// authority is the authority URL a request reached Entra ID under: https://HOST for one of
+// Entra's public names (through the cloud's proxy), the cloud's own origin otherwise.
+func (s *Service) authority(r *http.Request) string {
+	if h := azurenames.RequestHost(r); azurenames.IsEntra(h) {
+		return "https://" + h
+	}
+	return s.base
+}
+
+// issuerFor is the iss of tokens and documents for a client that reached Entra ID as r did:
+// Azure's public v2 issuer under a public name (whichever alias was used, as Azure does), the
+// cloud's own otherwise.
+func (s *Service) issuerFor(r *http.Request, tenantID string) string {
+	if azurenames.IsEntra(azurenames.RequestHost(r)) {
+		return azurenames.Issuer(tenantID)
+	}
+	return s.Issuer(tenantID)
+}
+
+// instanceDiscovery answers MSAL's instance discovery. The authority asked about is
+// authorization_endpoint's origin; its tenant is that URL's first path segment (Azure answers
+// with the tenant, never a placeholder: MSAL uses tenant_discovery_endpoint as given). Known
+// authorities are the cloud's own origin and Entra's public names, whichever name the question
+// itself was sent to.
 func (s *Service) instanceDiscovery(r *http.Request) (httpx.Response, error) {
 	if _, err := s.tenant(r, "invalid_tenant"); err != nil {
 		return httpx.Response{}, err
 	}
-	host := strings.TrimPrefix(s.base, "https://")
-	if ae := r.URL.Query().Get("authorization_endpoint"); ae != "" && !strings.HasPrefix(ae, s.base+"/") {
+	authority, tenant := s.authority(r), r.PathValue("tenant")
+	if ae := r.URL.Query().Get("authorization_endpoint"); ae != "" {
+		u, err := url.Parse(ae)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return httpx.Response{}, errUnknownInstance()
+		}
+		origin := "https://" + strings.ToLower(u.Host)
+		if origin != s.base && !azurenames.IsEntra(azurenames.Host(u.Host)) {
+			return httpx.Response{}, errUnknownInstance()
+		}
+		authority = origin
+		if seg, _, _ := strings.Cut(strings.TrimPrefix(u.EscapedPath(), "/"), "/"); seg != "" {
+			tenant = seg
+		}
+	}
+	if !validTenantSegment(tenant) {
 		return httpx.Response{}, errUnknownInstance()
 	}
+	host := strings.TrimPrefix(authority, "https://")
+	meta := []map[string]any{{"preferred_network": host, "preferred_cache": host, "aliases": []string{host}}}
+	if azurenames.IsEntra(azurenames.Host(host)) {
+		// Azure's answer for the public cloud: one entry naming every alias, so MSAL shares
+		// its cache across them.
+		meta = []map[string]any{{
+			"preferred_network": azurenames.LoginHost, "preferred_cache": "login.windows.net",
+			"aliases": azurenames.EntraHosts(),
+		}}
+	}
 	return httpx.Response{Body: map[string]any{
-		"tenant_discovery_endpoint": s.base + "/{tenant}/v2.0/.well-known/openid-configuration",
+		"tenant_discovery_endpoint": authority + "/" + tenant + "/v2.0/.well-known/openid-configuration",
 		"api-version":               "1.1",
-		"metadata": []map[string]any{{
-			"preferred_network": host, "preferred_cache": host, "aliases": []string{host},
-		}},
+		"metadata":                  meta,
 	}}, nil
+}
+
+// validTenantSegment accepts what a tenant path segment can be: a GUID, a domain name or a
+// multi-tenant alias (letters, digits, '-', '.', '_').
+func validTenantSegment(seg string) bool {
+	if seg == "" || len(seg) > 256 {
+		return false
+	}
+	for _, c := range seg {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Service) openIDConfiguration(r *http.Request) (httpx.Response, error) {
@@ -157,9 +219,15 @@ func (s *Service) openIDConfiguration(r *http.Request) (httpx.Response, error) {
 	if tid == "" {
 		seg, issTenant = strings.ToLower(r.PathValue("tenant")), "{tenantid}"
 	}
-	b := s.base + "/" + seg
+	authority := s.authority(r)
+	b := authority + "/" + seg
+	host := strings.TrimPrefix(authority, "https://")
+	instance, graph, msgraph := host, host, host
+	if authority != s.base { // Azure's public values
+		instance, graph, msgraph = "microsoftonline.com", "graph.windows.net", "graph.microsoft.com"
+	}
 	return httpx.Response{Body: map[string]any{
-		"issuer":                                s.base + "/" + issTenant + "/v2.0",
+		"issuer":                                s.issuerFor(r, issTenant),
 		"authorization_endpoint":                b + "/oauth2/v2.0/authorize",
 		"token_endpoint":                        b + "/oauth2/v2.0/token",
 		"device_authorization_endpoint":         b + "/oauth2/v2.0/devicecode",
@@ -174,9 +242,9 @@ func (s *Service) openIDConfiguration(r *http.Request) (httpx.Response, error) {
 		"claims_supported":                      []string{"sub", "iss", "aud", "exp", "iat", "nbf", "tid", "oid"},
 		"request_uri_parameter_supported":       false,
 		"tenant_region_scope":                   "NA",
-		"cloud_instance_name":                   strings.TrimPrefix(s.base, "https://"),
-		"cloud_graph_host_name":                 strings.TrimPrefix(s.base, "https://"),
-		"msgraph_host":                          strings.TrimPrefix(s.base, "https://"),
+		"cloud_instance_name":                   instance,
+		"cloud_graph_host_name":                 graph,
+		"msgraph_host":                          msgraph,
 	}}, nil
 }
 

@@ -14,7 +14,7 @@ func (s *Service) IssueManagedIdentityToken(ctx context.Context, p Principal, re
 	if p.Kind != KindManagedIdentity {
 		return "", time.Time{}, fmt.Errorf("issue managed identity token: principal kind %q: %w", p.Kind, ErrInvalid)
 	}
-	return s.sign(ctx, p, resource, "2")
+	return s.sign(ctx, p, s.Issuer(p.TenantID), resource, "2")
 }
 
 // TokenLifetime is how long the access tokens the service issues are valid.

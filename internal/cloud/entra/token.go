@@ -14,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 )
 
@@ -48,7 +49,7 @@ func (s *Service) token(r *http.Request) (httpx.Response, error) {
 	if ferr != nil {
 		return httpx.Response{}, ferr
 	}
-	res, err := s.issue(r.Context(), tid, req)
+	res, err := s.issue(r.Context(), tid, s.authority(r), req)
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -56,7 +57,9 @@ func (s *Service) token(r *http.Request) (httpx.Response, error) {
 }
 
 // issue validates a parsed token request and signs the access token.
-func (s *Service) issue(ctx context.Context, tid string, req tokenRequest) (tokenResponse, error) {
+// authority is the origin the request reached Entra ID under (the cloud's own, or a public
+// name): it decides the tokens' issuer and the audience a certificate assertion must name.
+func (s *Service) issue(ctx context.Context, tid, authority string, req tokenRequest) (tokenResponse, error) {
 	switch {
 	case req.GrantType == "":
 		return tokenResponse{}, errMissingParam("grant_type")
@@ -90,14 +93,18 @@ func (s *Service) issue(ctx context.Context, tid string, req tokenRequest) (toke
 		if req.AssertionType != assertionTypeJWTBearer {
 			return tokenResponse{}, errBadRequest("The 'client_assertion_type' must be '%s'.", assertionTypeJWTBearer)
 		}
-		if err := s.checkAssertion(ctx, p, req.Assertion); err != nil {
+		if err := s.checkAssertion(ctx, p, authority, req.Assertion); err != nil {
 			return tokenResponse{}, err
 		}
 		acr = "2"
 	default:
 		return tokenResponse{}, errNoCredential()
 	}
-	raw, _, err := s.sign(ctx, p, resource, acr)
+	iss := s.Issuer(p.TenantID)
+	if authority != s.base {
+		iss = azurenames.Issuer(p.TenantID)
+	}
+	raw, _, err := s.sign(ctx, p, iss, resource, acr)
 	if err != nil {
 		return tokenResponse{}, err
 	}
@@ -122,18 +129,18 @@ func (s *Service) checkSecret(p Principal, secret string) error {
 
 // checkAssertion tells a certificate assertion (issued by the client itself: iss = client_id)
 // from a federated one (issued by an external OIDC issuer) and verifies it.
-func (s *Service) checkAssertion(ctx context.Context, p Principal, raw string) error {
+func (s *Service) checkAssertion(ctx context.Context, p Principal, authority, raw string) error {
 	a, err := parseAssertion(raw)
 	if err != nil {
 		return errMalformedAssertion()
 	}
 	if strings.EqualFold(a.Issuer, p.ClientID) {
-		return s.checkCertificateAssertion(p, a)
+		return s.checkCertificateAssertion(p, authority, a)
 	}
 	return s.checkFederatedAssertion(ctx, p, a)
 }
 
-func (s *Service) checkCertificateAssertion(p Principal, a *assertion) error {
+func (s *Service) checkCertificateAssertion(p Principal, authority string, a *assertion) error {
 	cert, ok := findCertificate(p, a)
 	if !ok {
 		return errAssertionInvalid("The certificate with identifier used to sign the client assertion is not registered on application '%s'.", p.ClientID)
@@ -149,7 +156,7 @@ func (s *Service) checkCertificateAssertion(p Principal, a *assertion) error {
 	if !strings.EqualFold(claims.Subject, p.ClientID) {
 		return errAssertionInvalid("The assertion's 'sub' must be the client id.")
 	}
-	if !s.isTokenEndpointAudience(p.TenantID, claims.Audience) {
+	if !s.isTokenEndpointAudience(authority, p.TenantID, claims.Audience) {
 		return errAssertionInvalid("The assertion's 'aud' must be the token endpoint.")
 	}
 	return nil
@@ -181,10 +188,19 @@ func findCertificate(p Principal, a *assertion) (Certificate, bool) {
 	return Certificate{}, false
 }
 
-// isTokenEndpointAudience accepts the v2 and v1 token endpoints and the issuer, as Entra does.
-func (s *Service) isTokenEndpointAudience(tid string, aud jwt.ClaimStrings) bool {
+// isTokenEndpointAudience accepts the v2 and v1 token endpoints and the issuer, as Entra does,
+// of the authority the request reached: the cloud's own origin, or Entra's public names (any
+// alias, as they are one service).
+func (s *Service) isTokenEndpointAudience(authority, tid string, aud jwt.ClaimStrings) bool {
+	wants := []string{s.TokenEndpoint(tid), s.base + "/" + tid + "/oauth2/token", s.Issuer(tid)}
+	if authority != s.base {
+		wants = []string{azurenames.Issuer(tid)}
+		for _, h := range azurenames.EntraHosts() {
+			wants = append(wants, "https://"+h+"/"+tid+"/oauth2/v2.0/token", "https://"+h+"/"+tid+"/oauth2/token")
+		}
+	}
 	for _, a := range aud {
-		for _, want := range []string{s.TokenEndpoint(tid), s.base + "/" + tid + "/oauth2/token", s.Issuer(tid)} {
+		for _, want := range wants {
 			if strings.EqualFold(strings.TrimSuffix(a, "/"), want) {
 				return true
 			}
@@ -256,14 +272,14 @@ type AccessClaims struct {
 	MIResource string `json:"xms_mirid,omitempty"`
 }
 
-func (s *Service) sign(ctx context.Context, p Principal, audience, acr string) (string, time.Time, error) {
+// sign issues an access token with issuer iss (the cloud's own or Azure's public one).
+func (s *Service) sign(ctx context.Context, p Principal, iss, audience, acr string) (string, time.Time, error) {
 	key, err := s.keys.signer(ctx)
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	exp := now.Add(s.lifetime)
-	iss := s.Issuer(p.TenantID)
 	claims := AccessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    iss,
@@ -284,6 +300,13 @@ func (s *Service) sign(ctx context.Context, p Principal, audience, acr string) (
 		return "", time.Time{}, fmt.Errorf("sign access token: %w", err)
 	}
 	return raw, exp, nil
+}
+
+// knownIssuer accepts the issuers of a tenant's tokens: the cloud's own, and Azure's public v2
+// and v1 issuers (same keys, same tenant), so a token got under either set of names works
+// under both.
+func (s *Service) knownIssuer(iss, tenantID string) bool {
+	return iss == s.Issuer(tenantID) || iss == azurenames.Issuer(tenantID) || iss == azurenames.V1Issuer(tenantID)
 }
 
 // ErrInvalidToken is returned by Verify for any token it does not accept.
@@ -307,7 +330,7 @@ func (s *Service) Verify(ctx context.Context, raw string, accept func(aud string
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
-	if _, err := s.Directory.Tenant(ctx, claims.TenantID); err != nil || claims.Issuer != s.Issuer(claims.TenantID) {
+	if _, err := s.Directory.Tenant(ctx, claims.TenantID); err != nil || !s.knownIssuer(claims.Issuer, claims.TenantID) {
 		return nil, fmt.Errorf("%w: unknown issuer", ErrInvalidToken)
 	}
 	for _, a := range claims.Audience {

@@ -27,10 +27,12 @@ type Handler func(r *http.Request) (Response, error)
 type ErrorWriter func(w http.ResponseWriter, r *http.Request, err error) int
 
 // Adapt makes an http.Handler of h, logging one line per request (method, path, status: never the
-// query, headers or body, which carry secrets).
+// query, headers or body, which carry secrets). What h left of the request body is drained before
+// the answer is written (DrainBody), so that the answer arrives whole over HTTP/2.
 func Adapt(log *slog.Logger, h Handler, writeErr ErrorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, err := h(r)
+		DrainBody(r)
 		status := 0
 		if err != nil {
 			status = writeErr(w, r, err)

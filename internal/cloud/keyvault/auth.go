@@ -11,6 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cerulean/cerulean/internal/cloud/authz"
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 )
 
@@ -89,9 +90,15 @@ func (s *Service) unauthorized(v Vault, msg string) *Error {
 }
 
 // challenge is the WWW-Authenticate value: the authority with the vault's tenant (clients take
-// the tenant from its 4th '/' segment) and the resource to get a token for.
+// the tenant from its 4th '/' segment) and the resource to get a token for. A client that
+// reached the vault under its public name is sent to Azure's public authority, which it reaches
+// through the same proxy.
 func (s *Service) challenge(v Vault) string {
-	return fmt.Sprintf(`Bearer authorization="%s/%s", resource="%s"`, s.o.AuthorityURL, v.TenantID, Audience)
+	authority := s.o.AuthorityURL + "/" + v.TenantID
+	if v.public {
+		authority = azurenames.Authority(v.TenantID)
+	}
+	return fmt.Sprintf(`Bearer authorization="%s", resource="%s"`, authority, Audience)
 }
 
 // permission is what an operation needs: an RBAC data action and an access-policy permission.

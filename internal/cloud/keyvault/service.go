@@ -17,11 +17,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/ratelimit"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
@@ -93,7 +95,22 @@ func (s *Service) Vault(ctx context.Context, name string) (Vault, error) {
 	return v, err
 }
 
-// handler serves one vault's origin.
+// PublicHandler serves the named vault for requests that reach it as NAME.vault.azure.net
+// (the cloud's proxy hands it connections for that name); ErrVaultNotFound when no active vault
+// has the name.
+func (s *Service) PublicHandler(ctx context.Context, name string) (http.Handler, error) {
+	v, err := s.Vault(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if v.IsDeleted() {
+		return nil, ErrVaultNotFound
+	}
+	return s.handler(v.Name), nil
+}
+
+// handler serves one vault's origin. It ends in httpx.CompleteBody, so whoever serves it (the
+// vault's listener, or another front) gets answers that arrive whole over HTTP/2.
 func (s *Service) handler(name string) http.Handler {
 	log := s.log.With("vault", name)
 	h := httpx.Adapt(log, func(r *http.Request) (httpx.Response, error) {
@@ -106,9 +123,9 @@ func (s *Service) handler(name string) http.Handler {
 		return res, err
 	}, writeError(log))
 	if s.o.Middleware != nil {
-		return s.o.Middleware(name, h)
+		h = s.o.Middleware(name, h)
 	}
-	return h
+	return httpx.CompleteBody(h)
 }
 
 func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {
@@ -121,6 +138,9 @@ func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {
 		return httpx.Response{}, errorf(http.StatusNotFound, "VaultNotFound", "The vault %s does not exist.", name)
 	} else if err != nil {
 		return httpx.Response{}, err
+	}
+	if n, ok := azurenames.VaultName(azurenames.RequestHost(r)); ok && strings.EqualFold(n, v.Name) {
+		v.public = true
 	}
 	c, err := s.authenticate(r, v)
 	if err != nil {

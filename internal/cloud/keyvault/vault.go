@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
 
@@ -36,6 +37,10 @@ type Vault struct {
 	// Snapshot is the management plane's resource, kept while the vault is soft-deleted so
 	// that recovering it restores every property.
 	Snapshot json.RawMessage `json:"snapshot,omitempty"`
+
+	// public is set, never stored, while serving a request that reached the vault as
+	// NAME.vault.azure.net: its answers then name that origin and Azure's public authority.
+	public bool
 }
 
 // AccessPolicy is one entry of a vault's accessPolicies, as ARM shows it.
@@ -57,8 +62,15 @@ type Permissions struct {
 // IsDeleted reports whether the vault is soft-deleted.
 func (v Vault) IsDeleted() bool { return !v.Deleted.IsZero() }
 
-// URI is the vault's vaultUri.
-func (v Vault) URI() string { return VaultURI(v.Port) }
+// URI is the vault's vaultUri as the current request sees it: https://NAME.vault.azure.net/ for
+// a request that reached it under that name (through the cloud's proxy), its loopback origin
+// otherwise.
+func (v Vault) URI() string {
+	if v.public {
+		return azurenames.VaultURI(v.Name)
+	}
+	return VaultURI(v.Port)
+}
 
 // VaultURI is the URI of the vault served on port.
 func VaultURI(port int) string { return fmt.Sprintf("https://127.0.0.1:%d/", port) }

@@ -32,6 +32,7 @@ type PKI struct {
 	CAPEM   []byte         // the same bundle
 	Pool    *x509.CertPool // holds only the CA
 	Serving tls.Certificate
+	CA      *pki.CA // issues the proxy's leaves for Azure's public names
 }
 
 // Ensure loads the CA and serving certificate from dir, creating whatever is missing. The serving
@@ -53,7 +54,7 @@ func Ensure(dir string, now time.Time) (*PKI, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	return &PKI{CAFile: caPath, CAPEM: ca.PEM(), Pool: pool, Serving: serving}, nil
+	return &PKI{CAFile: caPath, CAPEM: ca.PEM(), Pool: pool, Serving: serving, CA: ca}, nil
 }
 
 // TLSConfig is the server side configuration.

@@ -28,6 +28,7 @@ var (
 // Store is an open state file. It is safe for concurrent use.
 type Store struct {
 	db      *bolt.DB
+	path    string
 	commits atomic.Uint64
 }
 
@@ -36,6 +37,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	before, _ := os.Stat(path)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open state %s: %w (another process holds it)", path, ErrLocked)
@@ -43,13 +45,19 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
+	// Rewrite puts a new file in place while holding its lock; a process that opened the old file
+	// and got its lock once released would hold a file that is no longer the state.
+	if after, err := os.Stat(path); err != nil || before != nil && !os.SameFile(before, after) {
+		_ = db.Close()
+		return nil, fmt.Errorf("open state %s: %w (another process replaced it)", path, ErrLocked)
+	}
 	// bbolt fsyncs the file, not its directory entry: sync the directory so a state file created
 	// by this open survives a power loss too.
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, path: path}, nil
 }
 
 func syncDir(dir string) error {
@@ -59,6 +67,47 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Rewrite replaces the state file with a fresh copy of its live data, changed by fn in the
+// copy's transaction. The old file's free pages, which still hold values since overwritten or
+// deleted, do not come along: this is how a value that must not stay on disk (a secret an older
+// version stored in clear) is removed for good. The copy takes the old file's place by a rename
+// while its lock is held, so a crash leaves either the old state or the new one. Call it only
+// while nothing else uses the store (a cloud's start, before it serves).
+func (s *Store) Rewrite(ctx context.Context, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp := s.path + ".rewrite"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale copy of state: %w", err)
+	}
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return fmt.Errorf("create copy of state: %w", err)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			_ = dst.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err := bolt.Compact(dst, s.db, 0); err != nil {
+		return fmt.Errorf("copy state: %w", err)
+	}
+	if err := dst.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) }); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("replace state: %w", err)
+	}
+	placed = true
+	old := s.db
+	s.db = dst
+	s.commits.Add(1)
+	return errors.Join(syncDir(filepath.Dir(s.path)), old.Close())
 }
 
 // Close releases the file lock.

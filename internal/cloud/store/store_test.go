@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -79,5 +81,60 @@ func TestSecondOpenFails(t *testing.T) {
 	defer s.Close()
 	if _, err := Open(ctx, path); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second open of a locked state file: got %v, want ErrLocked", err)
+	}
+}
+
+// TestRewriteLeavesNoOldValue: a value overwritten by Update stays in the file's free pages;
+// Rewrite copies only live data, so the old value is gone from the bytes on disk, the rest is
+// intact, the store keeps working, and it still holds the lock.
+func TestRewriteLeavesNoOldValue(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const old = "old-value-that-must-go-4f1c9a"
+	for k, v := range map[string]string{"keep": "kept", "secret": old} {
+		if err := s.Update(ctx, func(tx *Tx) error { return tx.Put("b", k, item{Name: v}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.Put("b", "secret", item{Name: "new"}) }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte(old)) {
+		t.Fatal("the overwritten value is not in the file after Update: this test shows nothing")
+	}
+
+	if err := s.Rewrite(ctx, func(tx *Tx) error { return tx.Put("b", "added", item{Name: "in the copy"}) }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(old)) {
+		t.Error("the overwritten value is still in the file after Rewrite")
+	}
+	if _, err := os.Stat(path + ".rewrite"); !os.IsNotExist(err) {
+		t.Errorf("the copy is left behind: %v", err)
+	}
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.Put("b", "after", item{Name: "after"}) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, path); !errors.Is(err, ErrLocked) {
+		t.Errorf("second open after Rewrite: %v, want ErrLocked", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for k, want := range map[string]string{"keep": "kept", "secret": "new", "added": "in the copy", "after": "after"} {
+		var got item
+		if err := s2.View(ctx, func(tx *Tx) error { return tx.Get("b", k, &got) }); err != nil || got.Name != want {
+			t.Errorf("%s = %q (%v), want %q", k, got.Name, err, want)
+		}
 	}
 }

@@ -51,10 +51,10 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 	return s, nil
 }
 
-// CRDDir is config/crd of this module.
+// CRDDir is config/crd/bases of this module.
 func CRDDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "bases")
 }
 
 // InstallCRDs creates the aadpodidentity.k8s.io CRDs (if absent) and waits until they are

@@ -164,7 +164,7 @@ func (p *Provider) recoverVault(ctx context.Context, r *arm.Request, b vaultBody
 	if err := p.kv.Resume(ctx, name, port); err != nil {
 		return httpx.Response{}, err
 	}
-	return httpx.Response{Body: vaultView(out)}, nil
+	return httpx.Response{Body: viewFor(ctx)(out)}, nil
 }
 
 type nameCheckBody struct {

@@ -1,6 +1,7 @@
 package keyvault
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	kv "github.com/cerulean/cerulean/internal/cloud/keyvault"
 )
 
@@ -75,6 +77,22 @@ func decodeProps(r arm.Resource) vaultProperties {
 
 func vaultView(r arm.Resource) vaultJSON {
 	return vaultJSON{ID: r.ID, Name: r.Name, Type: VaultType, Location: r.Location, Tags: r.Tags, Properties: decodeProps(r)}
+}
+
+// viewFor renders vaults for the request of ctx: the vaultUri is https://NAME.vault.azure.net/
+// when ARM was reached under its public name (the proxy serves that name too), the vault's
+// loopback origin otherwise.
+func viewFor(ctx context.Context) func(arm.Resource) vaultJSON {
+	if !arm.PublicNames(ctx) {
+		return vaultView
+	}
+	return func(r arm.Resource) vaultJSON {
+		v := vaultView(r)
+		if v.Properties.VaultURI != "" {
+			v.Properties.VaultURI = azurenames.VaultURI(r.Name)
+		}
+		return v
+	}
 }
 
 // vaultName: 3-24 characters, letters, digits and hyphens, starting with a letter, ending with a

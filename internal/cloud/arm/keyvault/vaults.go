@@ -114,11 +114,11 @@ func (p *Provider) putVault(ctx context.Context, r *arm.Request) (httpx.Response
 		return httpx.Response{}, err
 	}
 	if !created {
-		return httpx.Response{Body: vaultView(out)}, nil
+		return httpx.Response{Body: viewFor(ctx)(out)}, nil
 	}
 	p.kv.Activate(name, res)
 	p.finishLater(r.ID)
-	return httpx.Response{Status: http.StatusCreated, Body: vaultView(out), Header: retryHeader()}, nil
+	return httpx.Response{Status: http.StatusCreated, Body: viewFor(ctx)(out), Header: retryHeader()}, nil
 }
 
 // active reports whether the vault at id exists and is not deleted: a repeated PUT with
@@ -221,7 +221,7 @@ func (p *Provider) getVault(ctx context.Context, r *arm.Request) (httpx.Response
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	v := vaultView(res)
+	v := viewFor(ctx)(res)
 	out := httpx.Response{Body: v}
 	if v.Properties.ProvisioningState == stateRegistering {
 		out.Header = retryHeader()
@@ -275,7 +275,7 @@ func (p *Provider) patchVault(ctx context.Context, r *arm.Request) (httpx.Respon
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	return httpx.Response{Body: vaultView(out)}, nil
+	return httpx.Response{Body: viewFor(ctx)(out)}, nil
 }
 
 // merge applies the properties a PATCH names to the current ones.
@@ -356,5 +356,5 @@ func (p *Provider) listVaults(ctx context.Context, r *arm.Request) (httpx.Respon
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	return arm.ListResponse(all, vaultView), nil
+	return arm.ListResponse(all, viewFor(ctx)), nil
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+
+	"github.com/cerulean/cerulean/internal/manager"
+)
+
+func newManagerCommand() *cobra.Command {
+	opts := manager.Options{}
+	var kubeconfig string
+	var verbose bool
+	var exportVault string
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the controllers: Azure resources from manifests",
+		Long: `Reconciles Azure Service Operator v2 resources (ResourceGroup, UserAssignedIdentity,
+FederatedIdentityCredential, Vault, RoleAssignment, StorageAccount, ManagedCluster) through ARM.
+
+Environment: the global credential and cloud as AZURE_TENANT_ID, AZURE_CLIENT_ID,
+AZURE_CLIENT_SECRET (or AZURE_CLIENT_CERTIFICATE_PATH), AZURE_SUBSCRIPTION_ID, AZURE_AUTHORITY_HOST,
+AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE; AZURE_SYNC_PERIOD
+(default 1h) and AZURE_TARGET_NAMESPACES (comma-separated; default all).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			poll, leader, leaderNS, metrics, health, podIdentity := opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr, opts.PodIdentity
+			if err := manager.FromEnv(&opts, os.Getenv); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("export-key-vault") {
+				opts.ExportKeyVault = exportVault
+			}
+			opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr = poll, leader, leaderNS, metrics, health
+			opts.PodIdentity = podIdentity
+			rc, err := manager.RESTConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			opts.REST = rc
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			opts.Logger = logr.FromSlogHandler(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			return manager.Run(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, then in-cluster)")
+	f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:8080", `address of the metrics endpoint ("0" turns it off)`)
+	f.StringVar(&opts.HealthAddr, "health-addr", "127.0.0.1:8081", `address of /healthz and /readyz ("0" turns them off)`)
+	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect one active replica through a Lease")
+	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's)")
+	f.StringVar(&opts.PodIdentity, "pod-identity", "standard", "pod identity's assignment controller: standard (assign identities to nodes through ARM), managed (identities already assigned; no ARM writes) or off")
+	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "how often a running ARM operation is polled (default 10s)")
+	f.StringVar(&exportVault, "export-key-vault", "", "Key Vault URL for secret exports (default: CERULEAN_EXPORT_KEY_VAULT; none: Kubernetes Secrets)")
+	f.BoolVar(&verbose, "v", false, "log at debug level")
+	return cmd
+}

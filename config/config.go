@@ -1,0 +1,10 @@
+// Package config embeds the generated manifests the binary installs itself (the CRDs, under
+// `cerulean up`).
+package config
+
+import "embed"
+
+// CRDs holds crd/bases/*.yaml, as `make generate` writes them.
+//
+//go:embed crd/bases/*.yaml
+var CRDs embed.FS

@@ -1,0 +1,209 @@
+package armresource
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/cerulean/cerulean/internal/controller/exports"
+)
+
+// OwnerRule says where a kind's ARM id hangs.
+type OwnerRule int
+
+const (
+	// OwnerSubscription means the resource hangs off the subscription (ResourceGroup).
+	OwnerSubscription OwnerRule = iota
+	// OwnerProvider means {owner}/providers/{type}/{name}, the owner a ResourceGroup.
+	OwnerProvider
+	// OwnerChild means {owner}/{segment}/{name}, the owner the parent resource.
+	OwnerChild
+	// OwnerScope means {owner}/providers/{type}/{name}, the owner any resource (a RoleAssignment's scope).
+	OwnerScope
+)
+
+// Kind is the small per-kind adapter the generic reconciler is given.
+type Kind struct {
+	// GVK is the served storage version the controller reads and writes.
+	GVK schema.GroupVersionKind
+	// ARMType and APIVersion address the resource in ARM.
+	ARMType    string
+	APIVersion string
+	// Owner says how the ARM id is built; OwnerKinds are the kinds an owner by name may be
+	// (empty for OwnerScope: the reference names its kind).
+	Owner      OwnerRule
+	OwnerKinds []schema.GroupKind
+	// ChildSegment is the path segment under the owner for OwnerChild.
+	ChildSegment string
+	// Flatten says the kind's spec and status hold ARM's properties at the top level.
+	Flatten bool
+	// DefaultName is the Azure name when spec.azureName is empty; nil means metadata.name.
+	DefaultName func(obj *unstructured.Unstructured) string
+	// Prepare resolves kind-specific references in the ARM body (role names).
+	Prepare func(ctx context.Context, env *prepareEnv, body map[string]any) error
+	// Exports lists the operatorSpec configMaps/secrets values from the resource's status.
+	Exports func(ctx context.Context, env *exportEnv, obj *unstructured.Unstructured, status map[string]any) ([]exports.Value, error)
+}
+
+// Groups of the kinds.
+const (
+	GroupResources        = "resources.azure.com"
+	GroupManagedIdentity  = "managedidentity.azure.com"
+	GroupKeyVault         = "keyvault.azure.com"
+	GroupAuthorization    = "authorization.azure.com"
+	GroupStorage          = "storage.azure.com"
+	GroupContainerService = "containerservice.azure.com"
+)
+
+var (
+	resourceGroupGK = schema.GroupKind{Group: GroupResources, Kind: "ResourceGroup"}
+	identityGK      = schema.GroupKind{Group: GroupManagedIdentity, Kind: "UserAssignedIdentity"}
+)
+
+// Kinds are the kinds the manager reconciles.
+func Kinds() []Kind {
+	return []Kind{
+		{
+			GVK:     schema.GroupVersionKind{Group: GroupResources, Version: "v1api20200601", Kind: "ResourceGroup"},
+			ARMType: "Microsoft.Resources/resourceGroups", APIVersion: "2020-06-01",
+			Owner: OwnerSubscription,
+		},
+		{
+			GVK:     schema.GroupVersionKind{Group: GroupManagedIdentity, Version: "v1api20230131", Kind: "UserAssignedIdentity"},
+			ARMType: "Microsoft.ManagedIdentity/userAssignedIdentities", APIVersion: "2023-01-31",
+			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
+			Exports: statusExports(map[string]string{"clientId": "clientId", "principalId": "principalId", "tenantId": "tenantId"}),
+		},
+		{
+			GVK:     schema.GroupVersionKind{Group: GroupManagedIdentity, Version: "v1api20230131", Kind: "FederatedIdentityCredential"},
+			ARMType: "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials", APIVersion: "2023-01-31",
+			Owner: OwnerChild, OwnerKinds: []schema.GroupKind{identityGK}, ChildSegment: "federatedIdentityCredentials", Flatten: true,
+		},
+		{
+			GVK:     schema.GroupVersionKind{Group: GroupKeyVault, Version: "v1api20230701", Kind: "Vault"},
+			ARMType: "Microsoft.KeyVault/vaults", APIVersion: "2023-07-01",
+			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK},
+		},
+		{
+			GVK:     schema.GroupVersionKind{Group: GroupAuthorization, Version: "v1api20220401", Kind: "RoleAssignment"},
+			ARMType: "Microsoft.Authorization/roleAssignments", APIVersion: "2022-04-01",
+			Owner: OwnerScope, Flatten: true,
+			DefaultName: roleAssignmentName, Prepare: prepareRoleAssignment,
+		},
+		{
+			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v1api20230101", Kind: "StorageAccount"},
+			ARMType: "Microsoft.Storage/storageAccounts", APIVersion: "2023-01-01",
+			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
+			Exports: storageExports,
+		},
+		{
+			GVK:     schema.GroupVersionKind{Group: GroupContainerService, Version: "v1api20240901", Kind: "ManagedCluster"},
+			ARMType: "Microsoft.ContainerService/managedClusters", APIVersion: "2024-09-01",
+			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
+			Exports: statusExports(map[string]string{"oidcIssuerProfile": "oidcIssuerProfile.issuerURL"}),
+		},
+	}
+}
+
+// roleAssignmentName is ASO's stable name for an assignment without azureName: a UUIDv5 of
+// the object's identity, so a re-created object adopts the same assignment.
+func roleAssignmentName(obj *unstructured.Unstructured) string {
+	owner, _, _ := unstructured.NestedMap(obj.Object, "spec", "owner")
+	seed := strings.Join([]string{obj.GetNamespace(), obj.GetName(), fmt.Sprint(owner["group"]), fmt.Sprint(owner["kind"]), fmt.Sprint(owner["name"]), fmt.Sprint(owner["armId"])}, "/")
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("cerulean/roleassignment/"+seed)).String()
+}
+
+// prepareRoleAssignment turns roleDefinitionReference into roleDefinitionId.
+func prepareRoleAssignment(ctx context.Context, env *prepareEnv, body map[string]any) error {
+	props, _ := body["properties"].(map[string]any)
+	if props == nil {
+		return fmt.Errorf("%w: roleDefinitionReference is required", errInvalidSpec)
+	}
+	ref, _ := props["roleDefinitionReference"].(map[string]any)
+	delete(props, "roleDefinitionReference")
+	switch {
+	case ref["armId"] != nil:
+		props["roleDefinitionId"] = ref["armId"]
+	case ref["wellKnownName"] != nil:
+		id, err := env.roleID(ctx, fmt.Sprint(ref["wellKnownName"]))
+		if err != nil {
+			return err
+		}
+		props["roleDefinitionId"] = id
+	case ref["name"] != nil:
+		id, err := env.referenceID(ctx, fmt.Sprint(ref["group"]), fmt.Sprint(ref["kind"]), fmt.Sprint(ref["name"]))
+		if err != nil {
+			return err
+		}
+		props["roleDefinitionId"] = id
+	default:
+		return fmt.Errorf("%w: roleDefinitionReference needs armId, wellKnownName or name", errInvalidSpec)
+	}
+	return nil
+}
+
+// statusExports exports status fields: operatorSpec.configMaps.X and .secrets.X for each X
+// of fields, the value at the status path fields[X].
+func statusExports(fields map[string]string) func(context.Context, *exportEnv, *unstructured.Unstructured, map[string]any) ([]exports.Value, error) {
+	return func(_ context.Context, _ *exportEnv, obj *unstructured.Unstructured, status map[string]any) ([]exports.Value, error) {
+		vals := map[string]string{}
+		for name, path := range fields {
+			v, _, _ := unstructured.NestedFieldNoCopy(status, strings.Split(path, ".")...)
+			if s, ok := v.(string); ok {
+				vals[name] = s
+			}
+		}
+		return destinations(obj, vals, vals)
+	}
+}
+
+// storageExports exports endpoints and, for secrets that ask for them, the account keys.
+func storageExports(ctx context.Context, env *exportEnv, obj *unstructured.Unstructured, status map[string]any) ([]exports.Value, error) {
+	vals := map[string]string{}
+	eps, _, _ := unstructured.NestedMap(status, "primaryEndpoints")
+	for _, svc := range []string{"blob", "dfs", "file", "queue", "table", "web"} {
+		if s, ok := eps[svc].(string); ok {
+			vals[svc+"Endpoint"] = s
+		}
+	}
+	secrets := map[string]string{}
+	for k, v := range vals {
+		secrets[k] = v
+	}
+	_, want1, _ := unstructured.NestedMap(obj.Object, "spec", "operatorSpec", "secrets", "key1")
+	_, want2, _ := unstructured.NestedMap(obj.Object, "spec", "operatorSpec", "secrets", "key2")
+	if want1 || want2 {
+		keys, err := env.listKeys(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range keys {
+			secrets[k] = v
+		}
+	}
+	return destinations(obj, vals, secrets)
+}
+
+// destinations maps operatorSpec.configMaps / secrets entries to values.
+func destinations(obj *unstructured.Unstructured, configMapVals, secretVals map[string]string) ([]exports.Value, error) {
+	var out []exports.Value
+	for _, d := range []struct {
+		field, kind string
+		vals        map[string]string
+	}{{"configMaps", "ConfigMap", configMapVals}, {"secrets", "Secret", secretVals}} {
+		m, _, _ := unstructured.NestedMap(obj.Object, "spec", "operatorSpec", d.field)
+		for _, name := range sortedKeys(m) {
+			dest, _ := m[name].(map[string]any)
+			v, ok := d.vals[name]
+			if !ok {
+				return nil, fmt.Errorf("export %s.%s: Azure returned no value for it yet", d.field, name)
+			}
+			out = append(out, exports.Value{Destination: exports.Destination{Kind: d.kind, Name: fmt.Sprint(dest["name"]), Key: fmt.Sprint(dest["key"])}, Value: v})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,255 @@
+// Package manager runs Cerulean's controllers: the ARM-resource reconcilers of every kind,
+// with leader election, metrics and health probes, against one kube-apiserver and one Azure.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	aadpodidentityv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	authorizationv1api20220401 "github.com/cerulean/cerulean/api/authorization/v1api20220401"
+	authorizationv20220401 "github.com/cerulean/cerulean/api/authorization/v20220401"
+	containerservicev1api20240901 "github.com/cerulean/cerulean/api/containerservice/v1api20240901"
+	containerservicev20240901 "github.com/cerulean/cerulean/api/containerservice/v20240901"
+	keyvaultv1api20230701 "github.com/cerulean/cerulean/api/keyvault/v1api20230701"
+	managedidentityv1api20230131 "github.com/cerulean/cerulean/api/managedidentity/v1api20230131"
+	resourcesv1api20200601 "github.com/cerulean/cerulean/api/resources/v1api20200601"
+	storagev1api20230101 "github.com/cerulean/cerulean/api/storage/v1api20230101"
+	storagev20230101 "github.com/cerulean/cerulean/api/storage/v20230101"
+	"github.com/cerulean/cerulean/internal/azure"
+	"github.com/cerulean/cerulean/internal/controller/armresource"
+	"github.com/cerulean/cerulean/internal/controller/credentials"
+	"github.com/cerulean/cerulean/internal/controller/exports"
+	"github.com/cerulean/cerulean/internal/controller/podidentity"
+)
+
+// Options configure Run.
+type Options struct {
+	// REST reaches the kube-apiserver.
+	REST *rest.Config
+	// Azure is the global credential and the cloud's endpoints (the usual AZURE_* variables).
+	Azure azure.Config
+	// SyncPeriod is how often a Ready resource is read back from ARM (AZURE_SYNC_PERIOD; default 1h).
+	SyncPeriod time.Duration
+	// PollInterval is how often a running ARM operation is polled (default 10s).
+	PollInterval time.Duration
+	// TargetNamespaces limits the watched namespaces (AZURE_TARGET_NAMESPACES); empty means all.
+	TargetNamespaces []string
+	// MetricsAddr and HealthAddr serve metrics and the probes; "0" turns one off.
+	MetricsAddr string
+	HealthAddr  string
+	// LeaderElection makes only one replica reconcile, through a Lease in LeaderElectionNamespace.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// Logger is the root logger.
+	Logger logr.Logger
+	// ExportKeyVault is the manager-wide Key Vault for secret exports (CERULEAN_EXPORT_KEY_VAULT).
+	ExportKeyVault string
+	// TokenSource is the manager's service-account token for workload-identity credentials; nil
+	// means AZURE_FEDERATED_TOKEN_FILE.
+	TokenSource func(context.Context) (string, error)
+	// ARMRetry overrides the ARM clients' retry policy (default: two retries honouring
+	// Retry-After, then the reconciler's own backoff).
+	ARMRetry *policy.RetryOptions
+	// SkipNameValidation lets several managers run in one process (tests restarting one).
+	SkipNameValidation bool
+	// PodIdentity is the pod-identity assignment controller's mode: "standard" (default;
+	// identities are put on nodes' VMs and scale sets through ARM), "managed" (no ARM writes)
+	// or "off".
+	PodIdentity string
+}
+
+// LeaderElectionID names the Lease replicas compete for.
+const LeaderElectionID = "cerulean-manager.cerulean.dev"
+
+// Scheme is the scheme of every type the manager reads.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		resourcesv1api20200601.AddToScheme, managedidentityv1api20230131.AddToScheme, keyvaultv1api20230701.AddToScheme,
+		authorizationv1api20220401.AddToScheme, authorizationv20220401.AddToScheme,
+		storagev1api20230101.AddToScheme, storagev20230101.AddToScheme,
+		containerservicev1api20240901.AddToScheme, containerservicev20240901.AddToScheme,
+		aadpodidentityv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// ParseNamespaces splits AZURE_TARGET_NAMESPACES (comma-separated).
+func ParseNamespaces(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Run runs the manager until ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	if opts.REST == nil {
+		return errors.New("run manager: no kube-apiserver configuration")
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(opts.Logger)
+	klog.SetLogger(opts.Logger) // client-go's leader election and informers log through klog
+	cacheOpts := cache.Options{}
+	if len(opts.TargetNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range opts.TargetNamespaces {
+			cacheOpts.DefaultNamespaces[n] = cache.Config{}
+		}
+	}
+	metricsAddr := opts.MetricsAddr
+	if metricsAddr == "" {
+		metricsAddr = "0"
+	}
+	healthAddr := opts.HealthAddr
+	if healthAddr == "" {
+		healthAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(opts.REST, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        opts.Logger,
+		Cache:                         cacheOpts,
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        healthAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	armOpts, err := opts.Azure.ARMOptions()
+	if err != nil {
+		return fmt.Errorf("configure ARM clients: %w", err)
+	}
+	if opts.ARMRetry != nil {
+		armOpts.Retry = *opts.ARMRetry
+	} else {
+		armOpts.Retry = policy.RetryOptions{MaxRetries: 2}
+	}
+	kvOpts, err := opts.Azure.SecretsOptions()
+	if err != nil {
+		return fmt.Errorf("configure Key Vault clients: %w", err)
+	}
+	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
+		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity}); err != nil {
+		return err
+	}
+	opts.Logger.Info("Starting manager", "syncPeriod", opts.SyncPeriod.String(), "namespaces", opts.TargetNamespaces, "leaderElection", opts.LeaderElection)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+// SetupOptions configure Setup.
+type SetupOptions struct {
+	Azure          azure.Config
+	ARM            *arm.ClientOptions
+	KeyVault       *azsecrets.ClientOptions
+	ExportKeyVault string
+	SyncPeriod     time.Duration
+	PollInterval   time.Duration
+	// TokenSource is the manager's service-account token for workload-identity credentials
+	// (under `cerulean up`, from the TokenRequest API); nil means AZURE_FEDERATED_TOKEN_FILE.
+	TokenSource func(context.Context) (string, error)
+	// PodIdentity is the assignment controller's mode (Options.PodIdentity).
+	PodIdentity string
+}
+
+// Setup adds a reconciler of every kind to mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
+	settings, err := credentials.SettingsFromConfig(opts.Azure)
+	if err != nil {
+		return fmt.Errorf("configure credentials: %w", err)
+	}
+	settings.TokenSource = opts.TokenSource
+	creds := credentials.NewResolver(mgr.GetClient(), settings)
+	writer := exports.NewKubeWriter(mgr.GetClient())
+	kv := &exports.KeyVaultWriter{Azure: opts.Azure, Options: opts.KeyVault}
+	for _, k := range armresource.Kinds() {
+		r := armresource.New(mgr.GetClient(), armresource.Options{
+			Kind: k, Credentials: creds, ARM: opts.ARM, Exports: writer,
+			KeyVault: kv, ExportKeyVault: opts.ExportKeyVault,
+			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
+			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval,
+		})
+		if err := r.SetupWithManager(ctx, mgr); err != nil {
+			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)
+		}
+	}
+	return setupPodIdentity(ctx, mgr, opts, creds)
+}
+
+// setupPodIdentity adds the pod-identity assignment controller in the mode asked for. Its ARM
+// calls use the manager's global credential, resolved at each call.
+func setupPodIdentity(ctx context.Context, mgr ctrl.Manager, opts SetupOptions, creds *credentials.Resolver) error {
+	pi := podidentity.Options{}
+	switch opts.PodIdentity {
+	case "off":
+		return nil
+	case "managed":
+		pi.Managed = true
+	case "", "standard":
+		pi.Compute = &podidentity.ARMCompute{Credential: globalCredential{creds}, Options: opts.ARM, PollFrequency: opts.PollInterval}
+	default:
+		return fmt.Errorf("set up pod identity: mode %q is none of standard, managed, off", opts.PodIdentity)
+	}
+	if err := podidentity.Setup(ctx, mgr, pi); err != nil {
+		return fmt.Errorf("set up pod identity controller: %w", err)
+	}
+	return nil
+}
+
+// globalCredential is the manager's global credential, resolved when a token is needed (a
+// cluster-scoped object has no namespace or per-resource secret).
+type globalCredential struct{ r *credentials.Resolver }
+
+func (g globalCredential) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	c, err := g.r.For(ctx, &corev1.Node{})
+	if err != nil {
+		return azcore.AccessToken{}, fmt.Errorf("resolve global credential: %w", err)
+	}
+	return c.Cached().GetToken(ctx, o)
+}

@@ -1,0 +1,65 @@
+package up
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cerulean/cerulean/internal/azure"
+	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/manager"
+)
+
+// IssuerConfigMap is the ConfigMap (namespace default, key issuerURL) holding the cluster's
+// OIDC issuer, which config/samples' federated credential reads.
+const IssuerConfigMap = "cluster-oidc"
+
+// SyncPeriod is the manager's sync period under up: short, so drift shows quickly on one machine.
+const SyncPeriod = 5 * time.Minute
+
+// startManager installs the CRDs and runs the manager in-process with the bootstrap principal
+// as the global credential; the returned channel yields its end.
+func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, dataDir string) (<-chan error, error) {
+	if err := manager.InstallCRDs(ctx, cp.RESTConfig); err != nil {
+		return nil, err
+	}
+	clients, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("connect to kube-apiserver: %w", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: IssuerConfigMap}, Data: map[string]string{"issuerURL": cp.IssuerURL}}
+	if _, err := clients.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("write the issuer ConfigMap: %w", err)
+	}
+	logFile, err := os.OpenFile(filepath.Join(dataDir, "logs", "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the manager's log: %w", err)
+	}
+	s := az.Settings()
+	done := make(chan error, 1)
+	go func() {
+		defer logFile.Close()
+		done <- manager.Run(ctx, manager.Options{
+			REST: cp.RESTConfig,
+			Azure: azure.Config{
+				TenantID: s.TenantID, SubscriptionID: s.SubscriptionID, ClientID: s.ClientID, ClientSecret: s.ClientSecret,
+				AuthorityHost: s.AuthorityHost, ResourceManagerEndpoint: s.ResourceManagerEndpoint,
+				ResourceManagerAudience: s.ResourceManagerAudience, CAFile: s.CAFile,
+			},
+			SyncPeriod: SyncPeriod, PollInterval: time.Second,
+			MetricsAddr: "0", HealthAddr: "0",
+			Logger: logr.FromSlogHandler(slog.NewJSONHandler(logFile, nil)),
+		})
+	}()
+	return done, nil
+}

@@ -336,4 +336,18 @@ func TestManagedModeWritesNothingToARM(t *testing.T) {
 		err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-managed-mi"}, &a)
 		return err == nil && a.Status.Status == aadv1.AssignedIDAssigned && a.Annotations[podidentity.AddedAnnotation] == "", nil
 	})
+	// The identity is repointed: the assignment is replaced by one for the new identity.
+	var id aadv1.AzureIdentity
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mi"}, &id); err != nil {
+		t.Fatal(err)
+	}
+	id.Spec.ResourceID += "-v2"
+	if err := kc.Update(ctx, &id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the assignment for the new identity", func(ctx context.Context) (bool, error) {
+		var a aadv1.AzureAssignedIdentity
+		err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-managed-mi"}, &a)
+		return err == nil && a.Status.Status == aadv1.AssignedIDAssigned && strings.HasSuffix(a.Spec.AzureIdentityRef.Spec.ResourceID, "-v2"), nil
+	})
 }

@@ -223,11 +223,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 
 	// Create what is missing (Created), and find what is no longer wanted.
 	var stale []*aadv1.AzureAssignedIdentity
+	replaced := false
 	for k, a := range existing {
 		d, ok := want[k]
 		if !ok || a.Spec.AzureIdentityRef == nil || !strings.EqualFold(a.Spec.AzureIdentityRef.Spec.ResourceID, d.match.Identity.Spec.ResourceID) {
 			stale = append(stale, a)
 			delete(existing, k)
+			if ok {
+				// Its identity changed: delete it in this pass, create the new one in the next
+				// (same name).
+				delete(want, k)
+				replaced = true
+			}
 		}
 	}
 	var toCreate []*aadv1.AzureAssignedIdentity
@@ -254,6 +261,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		}
 	}
 	result := ctrl.Result{}
+	if replaced {
+		result.RequeueAfter = time.Second
+	}
 	failed := map[string]error{}
 	added := map[string]bool{} // identities the controller put on the resource (now or earlier)
 	for _, a := range existing {

@@ -51,7 +51,7 @@ up: build control-plane $(NODE_DEPS) ## Run the whole system on this machine (st
 	$(BIN)/cerulean up --data-dir $(DATA_DIR)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js from Debian; Debian's Node.js unpacked; first run only)
+test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables from Debian; Debian's Node.js unpacked; first run only)
 	hack/install-test-deps.sh
 	hack/install-debian-node.sh
 

@@ -3,6 +3,7 @@
 #   az    (azure-cli) internal/cloud's TestAzureCLI, the CLI block of docs/cloud.md
 #   curl  (curl)      internal/cloud's TestHTTP2AnswersArriveWhole (needs HTTP/2 support)
 #   node, npm         internal/cloud's TestJavaScriptSDK (the machine image may already bring Node.js 20)
+#   ip, iptables      internal/nodeagent's network-path tests (as root; they skip otherwise)
 # With arguments, only those programs (e.g. `hack/install-test-deps.sh az`). Idempotent: nothing
 # is fetched when everything is there. To add a program, add a line to the table below.
 set -euo pipefail
@@ -13,6 +14,8 @@ table=(
 	"curl      curl       curl_has_http2"
 	"node      nodejs     true"
 	"npm       npm        true"
+	"ip        iproute2   true"
+	"iptables  iptables   true"
 )
 
 curl_has_http2() { curl --version | grep -qw HTTP2; }

@@ -32,7 +32,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 (default 1h) and AZURE_TARGET_NAMESPACES (comma-separated; default all).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			poll, leader, leaderNS, metrics, health := opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr
+			poll, leader, leaderNS, metrics, health, podIdentity := opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr, opts.PodIdentity
 			if err := manager.FromEnv(&opts, os.Getenv); err != nil {
 				return err
 			}
@@ -40,6 +40,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 				opts.ExportKeyVault = exportVault
 			}
 			opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr = poll, leader, leaderNS, metrics, health
+			opts.PodIdentity = podIdentity
 			rc, err := manager.RESTConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -62,6 +63,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 	f.StringVar(&opts.HealthAddr, "health-addr", "127.0.0.1:8081", `address of /healthz and /readyz ("0" turns them off)`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect one active replica through a Lease")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's)")
+	f.StringVar(&opts.PodIdentity, "pod-identity", "standard", "pod identity's assignment controller: standard (assign identities to nodes through ARM), managed (identities already assigned; no ARM writes) or off")
 	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "how often a running ARM operation is polled (default 10s)")
 	f.StringVar(&exportVault, "export-key-vault", "", "Key Vault URL for secret exports (default: CERULEAN_EXPORT_KEY_VAULT; none: Kubernetes Secrets)")
 	f.BoolVar(&verbose, "v", false, "log at debug level")

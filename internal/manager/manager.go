@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -25,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	aadpodidentityv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 	authorizationv1api20220401 "github.com/cerulean/cerulean/api/authorization/v1api20220401"
 	authorizationv20220401 "github.com/cerulean/cerulean/api/authorization/v20220401"
 	containerservicev1api20240901 "github.com/cerulean/cerulean/api/containerservice/v1api20240901"
@@ -38,6 +41,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/exports"
+	"github.com/cerulean/cerulean/internal/controller/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 )
 
@@ -74,6 +78,10 @@ type Options struct {
 	// Webhooks, when set, serves the admission webhooks (workload identity) with certificates of
 	// the manager's own; their tenant and authority host default to Azure's. Nil serves none.
 	Webhooks *webhooks.Options
+	// PodIdentity is the pod-identity assignment controller's mode: "standard" (default;
+	// identities are put on nodes' VMs and scale sets through ARM), "managed" (no ARM writes)
+	// or "off".
+	PodIdentity string
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -88,6 +96,7 @@ func Scheme() (*runtime.Scheme, error) {
 		authorizationv1api20220401.AddToScheme, authorizationv20220401.AddToScheme,
 		storagev1api20230101.AddToScheme, storagev20230101.AddToScheme,
 		containerservicev1api20240901.AddToScheme, containerservicev20240901.AddToScheme,
+		aadpodidentityv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -185,7 +194,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("configure Key Vault clients: %w", err)
 	}
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
-		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource}); err != nil {
+		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -211,6 +220,8 @@ type SetupOptions struct {
 	// TokenSource is the manager's service-account token for workload-identity credentials
 	// (under `cerulean up`, from the TokenRequest API); nil means AZURE_FEDERATED_TOKEN_FILE.
 	TokenSource func(context.Context) (string, error)
+	// PodIdentity is the assignment controller's mode (Options.PodIdentity).
+	PodIdentity string
 }
 
 // Setup adds a reconciler of every kind to mgr.
@@ -234,5 +245,37 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)
 		}
 	}
+	return setupPodIdentity(ctx, mgr, opts, creds)
+}
+
+// setupPodIdentity adds the pod-identity assignment controller in the mode asked for. Its ARM
+// calls use the manager's global credential, resolved at each call.
+func setupPodIdentity(ctx context.Context, mgr ctrl.Manager, opts SetupOptions, creds *credentials.Resolver) error {
+	pi := podidentity.Options{}
+	switch opts.PodIdentity {
+	case "off":
+		return nil
+	case "managed":
+		pi.Managed = true
+	case "", "standard":
+		pi.Compute = &podidentity.ARMCompute{Credential: globalCredential{creds}, Options: opts.ARM, PollFrequency: opts.PollInterval}
+	default:
+		return fmt.Errorf("set up pod identity: mode %q is none of standard, managed, off", opts.PodIdentity)
+	}
+	if err := podidentity.Setup(ctx, mgr, pi); err != nil {
+		return fmt.Errorf("set up pod identity controller: %w", err)
+	}
 	return nil
+}
+
+// globalCredential is the manager's global credential, resolved when a token is needed (a
+// cluster-scoped object has no namespace or per-resource secret).
+type globalCredential struct{ r *credentials.Resolver }
+
+func (g globalCredential) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	c, err := g.r.For(ctx, &corev1.Node{})
+	if err != nil {
+		return azcore.AccessToken{}, fmt.Errorf("resolve global credential: %w", err)
+	}
+	return c.Cached().GetToken(ctx, o)
 }

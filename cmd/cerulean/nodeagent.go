@@ -1,0 +1,35 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cerulean/cerulean/internal/nodeagent"
+)
+
+func newNodeAgentCommand() *cobra.Command {
+	opts := nodeagent.CommandOptions{}
+	cmd := &cobra.Command{
+		Use:   "node-agent",
+		Short: "Answer pods' IMDS token requests with their bound identity (aad-pod-identity's NMI; one per node)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			return nodeagent.RunCommand(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node served ($NODE_NAME)")
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig; empty uses the in-cluster config or $KUBECONFIG")
+	f.StringVar(&opts.Listen, "listen", "0.0.0.0:2579", "address served")
+	f.StringVar(&opts.NodeIP, "node-ip", os.Getenv("NODE_IP"), "node address pods' IMDS traffic is DNATed to ($NODE_IP)")
+	f.StringSliceVar(&opts.PodInterfaces, "pod-interfaces", []string{"cni0"}, "interfaces pods' traffic arrives on (iptables -i patterns, e.g. cni0,veth+); empty installs no rules")
+	f.StringVar(&opts.Chain, "iptables-chain", nodeagent.DefaultChain, "the agent's own chain in the nat table")
+	f.StringVar(&opts.IMDSEndpoint, "imds-endpoint", "http://169.254.169.254", "the node's managed-identity endpoint (the local cloud's URL for a local node)")
+	f.StringVar(&opts.IdentityHeaderFile, "identity-header-file", "", "file with the local cloud's identity header of the node's VM or scale set")
+	f.StringVar(&opts.CAFile, "ca-file", "", "CA bundle of the managed-identity endpoint (local cloud)")
+	f.DurationVar(&opts.AssignWait, "assign-wait", 0, "how long a request waits for its identity to be assigned (default 20s)")
+	return cmd
+}

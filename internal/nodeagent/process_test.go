@@ -1,0 +1,124 @@
+package nodeagent_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
+)
+
+// `cerulean node-agent` as a process: its flags reach the agent, it serves, refuses a caller
+// that is no pod, and on SIGTERM exits 0 having removed its iptables chain (as root).
+func TestNodeAgentCommand(t *testing.T) {
+	cp := devenvtest.ControlPlane(t)
+	podidentitytest.InstallCRDs(t, cp.RESTConfig)
+	c := cloudtest.Start(t, cloud.Options{})
+	bin := cloudtest.BuildCerulean(t)
+	headerFile := filepath.Join(t.TempDir(), "header")
+	if err := os.WriteFile(headerFile, []byte("not-a-real-header\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	args := []string{"node-agent", "--node-name", "cmd-node", "--kubeconfig", cp.Kubeconfig, "--listen", addr,
+		"--imds-endpoint", c.Settings().URL, "--ca-file", c.Settings().CAFile, "--identity-header-file", headerFile}
+	chain := ""
+	if os.Geteuid() == 0 && exec.Command("iptables", "-w", "5", "-t", "nat", "-S").Run() == nil {
+		chain = "CERULEAN-NMI-C" + tag()
+		// An interface pattern that matches nothing on this machine.
+		args = append(args, "--pod-interfaces", "cvhnone"+tag()+"+", "--node-ip", "127.0.0.1", "--iptables-chain", chain)
+	} else {
+		args = append(args, "--pod-interfaces", "")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if chain != "" {
+			if left := leftovers("\x00", chain); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		}
+	})
+	serving, readDone := make(chan struct{}), make(chan struct{})
+	var logs strings.Builder // written by the reader until readDone
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(stderr)
+		closed := false
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+			if !closed && strings.Contains(sc.Text(), "Node agent serving") {
+				close(serving)
+				closed = true
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case <-serving:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-readDone
+		t.Fatalf("the agent did not start: %s", logs.String())
+	}
+	if chain != "" {
+		if err := exec.Command("iptables", "-w", "5", "-t", "nat", "-S", chain).Run(); err != nil {
+			t.Fatalf("chain %s not installed: %v", chain, err)
+		}
+	}
+	// This test is the host: a host caller on the pod path is refused in IMDS's error shape.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metadata/identity/oauth2/token?resource=x", nil)
+	req.Header.Set("Metadata", "true")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]string
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || body["error"] != "forbidden" || body["error_description"] == "" {
+		t.Fatalf("host caller: %d %v", resp.StatusCode, body)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-readDone // the agent closed its stderr: it exited
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+	if chain != "" {
+		if left := leftovers("\x00", chain); len(left) > 0 {
+			t.Fatalf("after exit: %v", left)
+		}
+	}
+	if strings.Contains(logs.String(), "not-a-real-header") {
+		t.Fatal("the identity header appears in the logs")
+	}
+}

@@ -1,0 +1,114 @@
+// Package podidentity is the admission check of pod identity: a pod may carry the
+// aadpodidbinding label of a binding only when whoever creates or relabels it, or the pod's
+// service account, may "use" that AzureIdentityBinding. It stops a pod from gaining an identity
+// by labelling itself.
+package podidentity
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	"github.com/cerulean/cerulean/internal/podidentity"
+)
+
+// UseVerb is the RBAC verb on azureidentitybindings that allows a pod to select a binding.
+const UseVerb = "use"
+
+// Path is where the webhook is served.
+const Path = "/validate-aadpodidbinding"
+
+// Validator checks pods' aadpodidbinding labels.
+type Validator struct {
+	// Reader lists bindings and identities.
+	Reader client.Reader
+	// Client creates SubjectAccessReviews.
+	Client client.Client
+	// Decoder decodes pods.
+	Decoder admission.Decoder
+}
+
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// Handle implements admission.Handler for pod CREATE and UPDATE.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Kind.Kind != "Pod" || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return admission.Allowed("")
+	}
+	var pod corev1.Pod
+	if err := v.Decoder.Decode(req, &pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err))
+	}
+	label := pod.Labels[aadv1.PodLabel]
+	if label == "" {
+		return admission.Allowed("")
+	}
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		var old corev1.Pod
+		if err := v.Decoder.DecodeRaw(req.OldObject, &old); err == nil && old.Labels[aadv1.PodLabel] == label {
+			return admission.Allowed("") // unchanged: checked when it was set
+		}
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	var bindings aadv1.AzureIdentityBindingList
+	if err := v.Reader.List(ctx, &bindings); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list bindings: %w", err))
+	}
+	var ids aadv1.AzureIdentityList
+	if err := v.Reader.List(ctx, &ids); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list identities: %w", err))
+	}
+	matches := podidentity.Matches(&pod, bindings.Items, ids.Items)
+	if len(matches) == 0 {
+		return admission.Allowed("") // selects nothing: no identity to gain
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	saUser := "system:serviceaccount:" + pod.Namespace + ":" + sa
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + pod.Namespace, "system:authenticated"}
+	var denied []string
+	for _, m := range matches {
+		okUser, err := v.mayUse(ctx, req.UserInfo.Username, req.UserInfo.Groups, req.UserInfo.UID, m.Binding)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		okSA := false
+		if !okUser {
+			if okSA, err = v.mayUse(ctx, saUser, saGroups, "", m.Binding); err != nil {
+				return admission.Errored(http.StatusInternalServerError, err)
+			}
+		}
+		if !okUser && !okSA {
+			denied = append(denied, m.Binding.Namespace+"/"+m.Binding.Name)
+		}
+	}
+	if len(denied) > 0 {
+		return admission.Denied(fmt.Sprintf("label %s=%q selects AzureIdentityBinding %s; neither %s nor the pod's service account %s may %q it (grant verb %q on azureidentitybindings.aadpodidentity.k8s.io)",
+			aadv1.PodLabel, label, strings.Join(denied, ", "), req.UserInfo.Username, saUser, UseVerb, UseVerb))
+	}
+	return admission.Allowed("")
+}
+
+func (v *Validator) mayUse(ctx context.Context, user string, groups []string, uid string, b *aadv1.AzureIdentityBinding) (bool, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups, UID: uid,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: b.Namespace, Verb: UseVerb,
+			Group: aadv1.GroupVersion.Group, Resource: "azureidentitybindings", Name: b.Name},
+	}}
+	if err := v.Client.Create(ctx, sar); err != nil {
+		return false, fmt.Errorf("review access: %w", err)
+	}
+	return sar.Status.Allowed, nil
+}

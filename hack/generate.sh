@@ -29,7 +29,7 @@ alias_version containerservice v1api20240901
 if compgen -G "api/*/*/*.go" >/dev/null; then
 	"$CONTROLLER_GEN" object paths=./api/...
 	rm -rf config/crd/bases config/rbac/role.yaml
-	"$CONTROLLER_GEN" crd:crdVersions=v1 rbac:roleName=cerulean-manager webhook paths=./... output:crd:dir=config/crd/bases output:rbac:dir=config/rbac output:webhook:dir=config/webhook
+	"$CONTROLLER_GEN" crd:crdVersions=v1 rbac:roleName=cerulean-manager webhook paths=./api/... paths=./internal/... paths=./cmd/... output:crd:dir=config/crd/bases output:rbac:dir=config/rbac output:webhook:dir=config/webhook
 fi
 gofmt -w api
 go generate ./...

@@ -38,7 +38,7 @@ func init() {
 }
 
 const (
-	podIdentityPods       = 2000
+	podIdentityPods = 2000
 	benchIdentities = 4
 	benchNodes      = 4 // two per scale set
 )

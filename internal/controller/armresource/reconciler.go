@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,12 +188,23 @@ func (p *pass) phases(ctx context.Context) error {
 	}
 	p.cred = cred
 	if p.id, err = p.r.armID(ctx, p.obj, cred); err != nil {
-		return err
+		return tokenFailure(cred, err)
 	}
 	if policy == PolicySkip {
-		return p.observe(ctx)
+		return tokenFailure(cred, p.observe(ctx))
 	}
-	return p.apply(ctx)
+	return tokenFailure(cred, p.apply(ctx))
+}
+
+// tokenFailure marks an error of getting the credential's token (Entra refused the secret,
+// certificate or federated exchange) as the credential's, naming its source: it is fixed in
+// that secret or in Azure, not in the resource's spec.
+func tokenFailure(cred *credentials.Credential, err error) error {
+	var authErr *azidentity.AuthenticationFailedError
+	if errors.As(err, &authErr) {
+		return fmt.Errorf("%w: get a token for the %s credential (client %s): %w", errCredential, cred.Source, cred.ClientID, err)
+	}
+	return err
 }
 
 // observe is the skip policy: read only.

@@ -30,7 +30,8 @@ const IssuerConfigMap = "cluster-oidc"
 const SyncPeriod = 5 * time.Minute
 
 // startManager installs the CRDs and runs the manager in-process with the bootstrap principal
-// as the global credential; the returned channel yields its end.
+// as the global credential and the token of ServiceAccount cerulean-system/cerulean-manager for
+// workload-identity credential secrets; the returned channel yields its end.
 func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, dataDir string) (<-chan error, error) {
 	if err := manager.InstallCRDs(ctx, cp.RESTConfig); err != nil {
 		return nil, err
@@ -42,6 +43,10 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: IssuerConfigMap}, Data: map[string]string{"issuerURL": cp.IssuerURL}}
 	if _, err := clients.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("write the issuer ConfigMap: %w", err)
+	}
+	tokens, err := ManagerTokenSource(ctx, clients, time.Now)
+	if err != nil {
+		return nil, err
 	}
 	logFile, err := os.OpenFile(filepath.Join(dataDir, "logs", "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -65,7 +70,7 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 				AuthorityHost: s.AuthorityHost, ResourceManagerEndpoint: s.ResourceManagerEndpoint,
 				ResourceManagerAudience: s.ResourceManagerAudience, CAFile: s.CAFile,
 			},
-			SyncPeriod: SyncPeriod, PollInterval: time.Second,
+			SyncPeriod: SyncPeriod, PollInterval: time.Second, TokenSource: tokens,
 			MetricsAddr: "0", HealthAddr: "0",
 			Logger:   logr.FromSlogHandler(slog.NewJSONHandler(logFile, nil)),
 			Webhooks: &webhooks.Options{Namespace: "default", Host: "127.0.0.1", Port: hookPort},

@@ -47,6 +47,9 @@ type Kind struct {
 	Prepare func(ctx context.Context, env *prepareEnv, body map[string]any) error
 	// Exports lists the operatorSpec configMaps/secrets values from the resource's status.
 	Exports func(ctx context.Context, env *exportEnv, obj *unstructured.Unstructured, status map[string]any) ([]exports.Value, error)
+	// SecretValues are the values secretExpressions see as `secret` (a StorageAccount's keys);
+	// nil means none. Asked only when the resource has a secretExpression.
+	SecretValues func(ctx context.Context, env *exportEnv) (map[string]string, error)
 }
 
 // Groups of the kinds.
@@ -98,7 +101,7 @@ func Kinds() []Kind {
 			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v1api20230101", Kind: "StorageAccount"},
 			ARMType: "Microsoft.Storage/storageAccounts", APIVersion: "2023-01-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
-			Exports: storageExports,
+			Exports: storageExports, SecretValues: storageKeys,
 		},
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupContainerService, Version: "v1api20240901", Kind: "ManagedCluster"},
@@ -186,6 +189,11 @@ func storageExports(ctx context.Context, env *exportEnv, obj *unstructured.Unstr
 		}
 	}
 	return destinations(obj, vals, secrets)
+}
+
+// storageKeys are a storage account's keys (key1, key2), as secretExpressions see them.
+func storageKeys(ctx context.Context, env *exportEnv) (map[string]string, error) {
+	return env.listKeys(ctx)
 }
 
 // destinations maps operatorSpec.configMaps / secrets entries to values.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,12 +188,23 @@ func (p *pass) phases(ctx context.Context) error {
 	}
 	p.cred = cred
 	if p.id, err = p.r.armID(ctx, p.obj, cred); err != nil {
-		return err
+		return tokenFailure(cred, err)
 	}
 	if policy == PolicySkip {
-		return p.observe(ctx)
+		return tokenFailure(cred, p.observe(ctx))
 	}
-	return p.apply(ctx)
+	return tokenFailure(cred, p.apply(ctx))
+}
+
+// tokenFailure marks an error of getting the credential's token (Entra refused the secret,
+// certificate or federated exchange) as the credential's, naming its source: it is fixed in
+// that secret or in Azure, not in the resource's spec.
+func tokenFailure(cred *credentials.Credential, err error) error {
+	var authErr *azidentity.AuthenticationFailedError
+	if errors.As(err, &authErr) {
+		return fmt.Errorf("%w: get a token for the %s credential (client %s): %w", errCredential, cred.Source, cred.ClientID, err)
+	}
+	return err
 }
 
 // observe is the skip policy: read only.
@@ -389,7 +401,11 @@ func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured,
 		self := obj.DeepCopy().Object
 		st := deepCopy(status).(map[string]any)
 		self["status"] = st
-		v, err := exports.Evaluate(self, exprs)
+		secret, err := r.secretValues(ctx, env, exprs)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errExport, err)
+		}
+		v, err := exports.EvaluateWith(self, secret, exprs)
 		if errors.Is(err, exports.ErrExpression) {
 			return fmt.Errorf("%w: %w", errInvalidSpec, err) // fixed only by a spec change
 		}
@@ -426,6 +442,19 @@ func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured,
 		return fmt.Errorf("%w: %w", errExport, err)
 	}
 	return nil
+}
+
+// secretValues are the kind's secret values when a Secret expression may read them, else nil.
+func (r *Reconciler) secretValues(ctx context.Context, env *exportEnv, exprs []exports.Expression) (map[string]string, error) {
+	if r.opts.Kind.SecretValues == nil {
+		return nil, nil
+	}
+	for _, e := range exprs {
+		if e.Kind == exports.KindSecret {
+			return r.opts.Kind.SecretValues(ctx, env)
+		}
+	}
+	return nil, nil
 }
 
 // exportVault is the Key Vault URL secret exports go to, "" for Kubernetes Secrets.
@@ -742,10 +771,14 @@ type exportEnv struct {
 	reader     *armClient
 	id         string
 	apiVersion string
+	keys       map[string]string // listKeys' answer, asked once per pass
 }
 
 // listKeys returns a storage account's keys as key1, key2.
 func (e *exportEnv) listKeys(ctx context.Context) (map[string]string, error) {
+	if e.keys != nil {
+		return e.keys, nil
+	}
 	res, err := e.reader.post(ctx, e.id+"/listKeys", e.apiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
@@ -758,5 +791,6 @@ func (e *exportEnv) listKeys(ctx context.Context) (map[string]string, error) {
 		val, _ := m["value"].(string)
 		out[name] = val
 	}
+	e.keys = out
 	return out, nil
 }

@@ -215,11 +215,17 @@ func (d *Directory) AddSecret(ctx context.Context, tenantID, clientID string, ex
 	return value, s, nil
 }
 
-// NewSecretValue returns 40 URL-safe characters (240 random bits), safe to print unquoted in a shell.
+// NewSecretValue returns 40 URL-safe characters (about 240 random bits), safe to print unquoted
+// in a shell. It never starts with '-': command lines such as `az login -p "$SECRET"` would read
+// such a secret as an option (Azure's own secrets never start with one either).
 func NewSecretValue() string {
 	b := make([]byte, 30)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	for {
+		_, _ = rand.Read(b)
+		if v := base64.RawURLEncoding.EncodeToString(b); v[0] != '-' {
+			return v
+		}
+	}
 }
 
 // AddCertificate registers a public certificate.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cerulean/cerulean/internal/images"
+	"github.com/cerulean/cerulean/internal/nodeagent"
 )
 
 // Pod identity on the whole system: as root, `up` runs the node agent for its node; a real pod
@@ -35,12 +36,6 @@ func TestPodIdentityOnTheLocalNode(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, dir)
 	t.Cleanup(func() {
-		// A test that failed half-way killed up: its agent's chain is left; remove it.
-		if exec.Command("iptables", "-w", "5", "-t", "nat", "-S", "CERULEAN-NMI").Run() == nil {
-			_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-D", "PREROUTING", "-m", "comment", "--comment", "cerulean node agent", "-j", "CERULEAN-NMI").Run()
-			_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-F", "CERULEAN-NMI").Run()
-			_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-X", "CERULEAN-NMI").Run()
-		}
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(dir, "logs", "node-agent.log"))
 			t.Logf("the node agent's log:\n%s", b)
@@ -143,7 +138,18 @@ spec:
 	}
 
 	stopAndCheck(t, up, dir, syscall.SIGINT)
-	if out, err := exec.Command("iptables", "-w", "5", "-t", "nat", "-S", "CERULEAN-NMI").CombinedOutput(); err == nil {
+	if out, err := exec.Command("iptables", "-w", "5", "-t", "nat", "-S", nodeagent.DefaultChain).CombinedOutput(); err == nil {
 		t.Errorf("the node agent's chain is left after up stopped:\n%s", out)
 	}
+}
+
+// removeAgentChain removes the node agent's chain that an up killed with SIGKILL leaves (the
+// next up's agent would clear it; a test leaves nothing behind).
+func removeAgentChain() {
+	if exec.Command("iptables", "-w", "5", "-t", "nat", "-S", nodeagent.DefaultChain).Run() != nil {
+		return
+	}
+	_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-D", "PREROUTING", "-j", nodeagent.DefaultChain, "-m", "comment", "--comment", "cerulean node agent").Run()
+	_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-F", nodeagent.DefaultChain).Run()
+	_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-X", nodeagent.DefaultChain).Run()
 }

@@ -152,6 +152,9 @@ func Run(ctx context.Context, opts Options) error {
 		if wo.WorkloadIdentity.AuthorityHost == "" {
 			wo.WorkloadIdentity.AuthorityHost = opts.Azure.AuthorityHost
 		}
+		if opts.PodIdentity == "off" {
+			wo.NoPodIdentity = true
+		}
 		if hooks, err = webhooks.New(opts.REST, wo); err != nil {
 			return err
 		}

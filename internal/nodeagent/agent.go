@@ -53,6 +53,9 @@ type Options struct {
 	IMDSTransport http.RoundTripper
 	// AssignWait bounds the wait for an identity not yet Assigned (default 20s).
 	AssignWait time.Duration
+	// PodWait bounds the wait for an unknown source address to become a pod of the node: a
+	// pod's first request can come before the kubelet writes its address (default 5s).
+	PodWait time.Duration
 	// SyncPeriod is how often the iptables rules are checked and re-created (default 10s).
 	SyncPeriod time.Duration
 	// FlushPeriod is how often aggregated audit Events are written (default 5s).
@@ -82,6 +85,7 @@ const (
 	indexPodIP        = "status.podIP"
 	indexAssignedPod  = "spec.podNamespace/pod"
 	defaultAssignWait = 20 * time.Second
+	defaultPodWait    = 5 * time.Second
 )
 
 // New prepares an agent: it listens on o.Listen and builds its informers; Run starts them.
@@ -91,6 +95,9 @@ func New(o Options) (*Agent, error) {
 	}
 	if o.AssignWait <= 0 {
 		o.AssignWait = defaultAssignWait
+	}
+	if o.PodWait <= 0 {
+		o.PodWait = defaultPodWait
 	}
 	if o.SyncPeriod <= 0 {
 		o.SyncPeriod = 10 * time.Second
@@ -204,6 +211,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("sync informers: %w", ctx.Err())
 	}
 	if a.rules != nil {
+		// The chain is the agent's own: what a killed agent left in it (a DNAT to its dead
+		// port, ahead of ours) goes first.
+		if err := a.rules.Remove(ctx); err != nil {
+			_ = a.ln.Close()
+			return fmt.Errorf("remove stale iptables rules: %w", err)
+		}
 		if _, err := a.rules.Ensure(ctx); err != nil {
 			_ = a.ln.Close()
 			return fmt.Errorf("install iptables rules: %w", err)

@@ -202,6 +202,17 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 			header = v
 		}
 	}
+	// What a killed agent leaves: its chain with a DNAT to its dead port, ahead of the new
+	// agent's rule. The new agent must clear it, or pods' requests are refused.
+	run(t, "iptables", "-w", "5", "-t", "nat", "-N", chain)
+	run(t, "iptables", "-w", "5", "-t", "nat", "-A", chain, "-i", net.ifacePattern(), "-d", nodeagent.MetadataIP+"/32", "-p", "tcp",
+		"--dport", "80", "-j", "DNAT", "--to-destination", net.nodeIP.String()+":1")
+	run(t, "iptables", "-w", "5", "-t", "nat", "-I", "PREROUTING", "1", "-j", chain, "-m", "comment", "--comment", "cerulean node agent")
+	t.Cleanup(func() {
+		_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-D", "PREROUTING", "-j", chain, "-m", "comment", "--comment", "cerulean node agent").Run()
+		_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-F", chain).Run()
+		_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-X", chain).Run()
+	})
 	cloudURL := ok(url.Parse(az.s.URL))
 	agent, err := nodeagent.New(nodeagent.Options{
 		NodeName: node, Config: cp.RESTConfig, Listen: net.nodeIP.String() + ":0", NodeIP: net.nodeIP,

@@ -81,6 +81,16 @@ func (a *Agent) Handler() http.Handler {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		ip := net.ParseIP(host)
 		pod, hostCaller, err := a.caller(ctx, ip)
+		// A pod's first request can come before the kubelet has written its address to the
+		// pod's status: wait (bounded) for the informer to learn it, as upstream's NMI retries.
+		for deadline := a.o.Clock().Add(a.o.PodWait); err == nil && pod == nil && !hostCaller && ip != nil && a.o.Clock().Before(deadline); {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			pod, hostCaller, err = a.caller(ctx, ip)
+		}
 		if err != nil {
 			a.log.ErrorContext(ctx, "Looking up the caller failed", "err", err)
 			writeIMDSError(w, http.StatusInternalServerError, "internal_error", "The node agent could not look up the caller.")

@@ -63,21 +63,23 @@ func createNodeScaleSet(ctx context.Context, az *cloud.Cloud) (string, error) {
 	return "azure://" + *created.ID + "/virtualMachines/0", nil
 }
 
-// startNode starts the local node with the images `make images` wrote to bin/images.
-func startNode(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, opts Options) (*devenv.Node, error) {
+// startNode starts the local node with the images `make images` wrote to bin/images; it
+// returns the node and its providerID.
+func startNode(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, opts Options) (*devenv.Node, string, error) {
 	providerID, err := createNodeScaleSet(ctx, az)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	binDir := opts.BinDir
 	if binDir == "" {
 		if binDir, err = devenv.DefaultBinDir(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	archives, err := filepath.Glob(filepath.Join(binDir, "images", "*.tar"))
 	if err != nil || len(archives) == 0 {
-		return nil, fmt.Errorf("start node: no images in %s: run `make images` (or `cerulean up --no-node`)", filepath.Join(binDir, "images"))
+		return nil, "", fmt.Errorf("start node: no images in %s: run `make images` (or `cerulean up --no-node`)", filepath.Join(binDir, "images"))
 	}
-	return cp.StartNode(ctx, devenv.NodeOptions{ProviderID: providerID, Images: archives, LockWait: opts.NodeWait, Progress: opts.Out})
+	node, err := cp.StartNode(ctx, devenv.NodeOptions{ProviderID: providerID, Images: archives, LockWait: opts.NodeWait, Progress: opts.Out})
+	return node, providerID, err
 }

@@ -1,5 +1,5 @@
 // Package up runs the whole of Cerulean on one machine: the local control plane and the
-// local cloud now, and the manager and the node agent in the same process as they land.
+// local cloud, the manager, and, with the local node, the node agent, in the same process.
 package up
 
 import (
@@ -16,6 +16,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/fsutil"
+	"github.com/cerulean/cerulean/internal/nodeagent"
 	"github.com/cerulean/cerulean/internal/shellenv"
 )
 
@@ -100,8 +101,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	var node *devenv.Node
+	var providerID string
 	if opts.Node {
-		if node, err = startNode(ctx, cp, az, opts); err != nil {
+		if node, providerID, err = startNode(ctx, cp, az, opts); err != nil {
 			return err
 		}
 		defer func() {
@@ -124,6 +126,19 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// The agent watches pod identity's CRDs, which the manager's start installed.
+	var agent *nodeAgent
+	if node != nil {
+		fmt.Fprintln(opts.Out, "starting the node agent…")
+		if agent, err = startNodeAgent(ctx, cp, az, node, providerID, dataDir); err != nil {
+			return err
+		}
+		defer func() {
+			if err := agent.Stop(); err != nil {
+				fmt.Fprintln(opts.Out, err)
+			}
+		}()
+	}
 
 	if az.Proxy() != nil {
 		proxyEnv := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.ProxyEnv()...)
@@ -137,13 +152,14 @@ func Run(ctx context.Context, opts Options) error {
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
-	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, node)
+	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, node, agent)
 
 	exited, which := cp.Exited()
-	var nodeExited <-chan struct{}
+	var nodeExited, agentExited <-chan struct{}
 	nodeWhich := func() error { return nil }
 	if node != nil {
 		nodeExited, nodeWhich = node.Exited()
+		agentExited = agent.Exited()
 	}
 	select {
 	case <-ctx.Done():
@@ -154,18 +170,25 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("manager stopped: %w", err)
 	case <-nodeExited:
 		return nodeWhich()
+	case <-agentExited:
+		if agent.err != nil {
+			return fmt.Errorf("node agent stopped: %w", agent.err)
+		}
+		return errors.New("node agent stopped")
 	}
 }
 
-func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string, node *devenv.Node) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string, node *devenv.Node, agent *nodeAgent) {
 	proxyLine := ""
 	if az.ProxyURL != "" {
 		proxyLine = fmt.Sprintf("  proxy               %s  (Azure's public names; source %s)\n",
 			az.ProxyURL, filepath.Join(filepath.Dir(envPath), ProxyEnvFileName))
 	}
 	nodeLine := "none (--no-node)"
+	agentLine := "not running (no node)"
 	if node != nil {
 		nodeLine = node.Name + " on " + node.IP + " (containerd: " + node.ContainerdSocket + ")"
+		agentLine = agent.addr + " (pods' " + nodeagent.MetadataIP + ":80 on " + devenv.Bridge + "; pod identity)"
 	}
 	fmt.Fprintf(out, `
 Cerulean is up.
@@ -175,6 +198,7 @@ Cerulean is up.
   local cloud         %s  (tenant %s, subscription %s)
   cluster (ARM)       %s
 %s  node                %s
+  node agent          %s
   logs                %s
 
 Use it:
@@ -182,5 +206,5 @@ Use it:
   bin/kubectl get namespaces
 
 Ctrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, filepath.Join(cp.DataDir, "logs"), envPath)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath)
 }

@@ -11,6 +11,9 @@
 //	test-app serve ADDR   HTTP server answering every request with the caller's address
 //	test-app get URL      prints the body of an HTTP GET (exit 1 unless 200)
 //	test-app cat FILE...  prints files
+//	test-app imds-token SCOPE  gets a token from IMDS (169.254.169.254) with the Azure SDK's
+//	                      ManagedIdentityCredential and prints its xms_mirid and oid claims
+//	                      (never the token)
 //	test-app sleep        waits for SIGTERM
 //	test-app echo WORDS   prints its arguments and waits for SIGTERM (a container with logs)
 package main
@@ -18,7 +21,9 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
@@ -128,6 +134,11 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 			return fmt.Errorf("GET %s: %s", args[0], resp.Status)
 		}
 		return nil
+	case "imds-token":
+		if len(args) != 1 {
+			return errors.New("usage: test-app imds-token SCOPE")
+		}
+		return imdsToken(ctx, args[0], out)
 	case "cat":
 		for _, f := range args {
 			b, err := os.ReadFile(f) //nolint:gosec // a test tool: it prints what the test names
@@ -148,4 +159,34 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", name)
+}
+
+// imdsToken gets a token for scope through IMDS, as an app of aad-pod-identity does, and prints
+// the claims that name the identity.
+func imdsToken(ctx context.Context, scope string, out io.Writer) error {
+	cred, err := azidentity.NewManagedIdentityCredential(nil)
+	if err != nil {
+		return fmt.Errorf("build credential: %w", err)
+	}
+	tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
+	if err != nil {
+		return fmt.Errorf("get token: %w", err)
+	}
+	parts := strings.Split(tok.Token, ".")
+	if len(parts) != 3 {
+		return errors.New("get token: the token is not a JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return fmt.Errorf("decode token: %w", err)
+	}
+	var claims struct {
+		MIRID string `json:"xms_mirid"`
+		OID   string `json:"oid"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return fmt.Errorf("decode token: %w", err)
+	}
+	fmt.Fprintf(out, "imds token xms_mirid %s oid %s\n", claims.MIRID, claims.OID)
+	return nil
 }

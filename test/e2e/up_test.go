@@ -228,6 +228,9 @@ func startUp(t *testing.T, dir string, args ...string) *upProcess {
 		if err := devenv.CleanupStaleNode(context.Background()); err != nil {
 			t.Errorf("clean up the node: %v", err)
 		}
+		if os.Geteuid() == 0 {
+			removeAgentChain()
+		}
 		if t.Failed() {
 			t.Logf("cerulean up output:\n%s", p.output)
 			if b, err := os.ReadFile(filepath.Join(dir, "logs", "cloud.log")); err == nil {

@@ -6,14 +6,21 @@ package podidentity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
@@ -111,4 +118,101 @@ func (v *Validator) mayUse(ctx context.Context, user string, groups []string, ui
 		return false, fmt.Errorf("review access: %w", err)
 	}
 	return sar.Status.Allowed, nil
+}
+
+// Registration of the check with kube-apiserver.
+const (
+	// ConfigurationName is the ValidatingWebhookConfiguration the manager owns.
+	ConfigurationName = "cerulean-pod-identity"
+	// WebhookName is the webhook's name in it.
+	WebhookName = "aadpodidbinding.pod-identity.cerulean.dev"
+	// TimeoutSeconds is short: a hung call with failurePolicy Fail should fail fast.
+	TimeoutSeconds = int32(5)
+)
+
+// ClientConfig says how kube-apiserver reaches the webhook server: exactly one of Service (in a
+// cluster) or URL (https://HOST:PORT under `cerulean up`); Path is appended to either.
+type ClientConfig struct {
+	Service  *admissionregistrationv1.ServiceReference
+	URL      string
+	CABundle []byte
+}
+
+// Configuration is the ValidatingWebhookConfiguration of the check: pods CREATE and UPDATE whose
+// new or old object carries the aadpodidbinding label, failurePolicy Fail (a pod must not gain an
+// identity because the check was unreachable), no side effects.
+func Configuration(cc ClientConfig) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	var wcc admissionregistrationv1.WebhookClientConfig
+	switch {
+	case (cc.Service == nil) == (cc.URL == ""):
+		return nil, errors.New("pod identity webhook: client config needs exactly one of a Service or a URL")
+	case cc.Service != nil:
+		svc := *cc.Service
+		svc.Path = ptr.To(Path)
+		wcc.Service = &svc
+	default:
+		wcc.URL = ptr.To(cc.URL + Path)
+	}
+	wcc.CABundle = cc.CABundle
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/name": "cerulean"}},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         WebhookName,
+			ClientConfig: wcc,
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+					Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+				},
+			}},
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: aadv1.PodLabel, Operator: metav1.LabelSelectorOpExists},
+			}},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To(TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, nil
+}
+
+// Apply creates or updates the check's configuration. A nil CABundle keeps the bundle already
+// there (a CA injector's).
+func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
+	want, err := Configuration(cc)
+	if err != nil {
+		return err
+	}
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	err = c.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Create(ctx, want); err != nil {
+			return fmt.Errorf("create webhook configuration %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("get webhook configuration %s: %w", want.Name, err)
+	}
+	if cc.CABundle == nil {
+		for i := range got.Webhooks {
+			if got.Webhooks[i].Name == WebhookName {
+				want.Webhooks[0].ClientConfig.CABundle = got.Webhooks[i].ClientConfig.CABundle
+			}
+		}
+	}
+	got.Labels, got.Webhooks = want.Labels, want.Webhooks
+	if err := c.Update(ctx, got); err != nil {
+		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// Setup registers the check at Path on the manager's webhook server; bindings and identities are
+// read from the manager's cache.
+func Setup(mgr ctrl.Manager) {
+	v := &Validator{Reader: mgr.GetClient(), Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())}
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: v})
 }

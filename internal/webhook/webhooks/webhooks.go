@@ -1,5 +1,6 @@
 // Package webhooks puts the manager's admission webhooks together: the webhook server with
-// certificates from internal/webhook/certs, the workload identity handler, and the registration
+// certificates from internal/webhook/certs, the workload identity handler, pod identity's
+// admission check (internal/webhook/podidentity), and the registration
 // (by URL on loopback under `cerulean up`, through a Service in a cluster).
 //
 // The manager calls it in two steps, because the server's TLS must exist when the manager is
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/cerulean/cerulean/internal/webhook/certs"
+	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -39,6 +41,8 @@ type Options struct {
 	Service *admissionregistrationv1.ServiceReference
 	// WorkloadIdentity are the mutation's defaults (tenant, authority host).
 	WorkloadIdentity workloadidentity.Config
+	// NoPodIdentity leaves pod identity's admission check out (pod identity is off).
+	NoPodIdentity bool
 	// Certs tunes the certificates (validity, clock); Namespace, names and configurations are
 	// filled in here.
 	Certs certs.Options
@@ -64,6 +68,9 @@ func New(cfg *rest.Config, opts Options) (*Webhooks, error) {
 	co := opts.Certs
 	co.Namespace = opts.Namespace
 	co.MutatingWebhooks = []string{workloadidentity.ConfigurationName}
+	if !opts.NoPodIdentity {
+		co.ValidatingWebhooks = []string{podidentity.ConfigurationName}
+	}
 	if opts.Service != nil {
 		s := opts.Service
 		co.DNSNames = []string{s.Name + "." + s.Namespace + ".svc", s.Name + "." + s.Namespace + ".svc.cluster.local"}
@@ -105,6 +112,12 @@ func (w *Webhooks) Setup(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	if err := workloadidentity.Setup(mgr, w.opts.WorkloadIdentity); err != nil {
 		return err
+	}
+	if !w.opts.NoPodIdentity {
+		if err := podidentity.Apply(ctx, w.c, podidentity.ClientConfig{Service: cc.Service, URL: cc.URL, CABundle: cc.CABundle}); err != nil {
+			return err
+		}
+		podidentity.Setup(mgr)
 	}
 	if err := mgr.Add(w.rotator); err != nil {
 		return fmt.Errorf("add webhook certificate rotator: %w", err)

@@ -3,15 +3,24 @@ package webhooks_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
+	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
@@ -21,9 +30,12 @@ func TestMain(m *testing.M) { devenvtest.Main(m) }
 
 // A controller-runtime manager set up the way `cerulean manager` does under `cerulean up`:
 // certificates of its own, served on loopback, registered by URL; kube-apiserver mutates a
-// labelled pod through it, with the service account read from the manager's cache.
+// labelled pod through it, with the service account read from the manager's cache; and pod
+// identity's admission check refuses, through the same server, a pod labelled with a binding's
+// selector by a user who may not use that binding.
 func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 	cp := devenvtest.ControlPlane(t)
+	podidentitytest.InstallCRDs(t, cp.RESTConfig)
 	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +72,8 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{Scheme: podidentitytest.Scheme(t), WebhookServer: w.Server(),
+		Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,5 +111,96 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 	}
 	if string(cfg.Webhooks[0].ClientConfig.CABundle) != string(w.Rotator().CABundle()) || len(w.Rotator().CABundle()) == 0 {
 		t.Error("the configuration does not carry the manager's CA bundle")
+	}
+
+	checkPodIdentityAdmission(t, cp.RESTConfig, cs, ns, w)
+}
+
+// checkPodIdentityAdmission: user dev may create and update pods in ns, but may "use" binding
+// web only once granted; kube-apiserver asks the manager's check on CREATE and on UPDATE.
+func checkPodIdentityAdmission(t *testing.T, rc *rest.Config, cs kubernetes.Interface, ns string, w *webhooks.Webhooks) {
+	t.Helper()
+	ctx := t.Context()
+	kc, err := client.New(rc, client.Options{Scheme: podidentitytest.Scheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{
+		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "id"}, Spec: aadv1.AzureIdentitySpec{ClientID: "c", ResourceID: "/r"}},
+		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "id", Selector: "web"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "update", "patch"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev-pods"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pods"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "dev"}}},
+	} {
+		if err := kc.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	cfg, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, podidentity.ConfigurationName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the manager did not register pod identity's check: %v", err)
+	}
+	if h := cfg.Webhooks[0]; string(h.ClientConfig.CABundle) != string(w.Rotator().CABundle()) || h.ClientConfig.URL == nil ||
+		!strings.HasSuffix(*h.ClientConfig.URL, podidentity.Path) {
+		t.Errorf("pod identity's configuration: url %v, CA bundle matches %v", h.ClientConfig.URL,
+			string(h.ClientConfig.CABundle) == string(w.Rotator().CABundle()))
+	}
+	devCfg := rest.CopyConfig(rc)
+	devCfg.Impersonate = rest.ImpersonationConfig{UserName: "dev", Groups: []string{"system:authenticated"}}
+	dev := kubernetes.NewForConfigOrDie(devCfg)
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		p.Spec.Containers = []corev1.Container{{Name: "app", Image: "app"}}
+		return p
+	}
+	labelled := map[string]string{aadv1.PodLabel: "web"}
+
+	// kube-apiserver learns of the configuration and the Role through watches: dry-run until
+	// the check answers.
+	var err2 error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err2 = dev.CoreV1().Pods(ns).Create(ctx, pod("probe", labelled), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err2 != nil && strings.Contains(err2.Error(), "AzureIdentityBinding") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !apierrors.IsForbidden(err2) || !strings.Contains(err2.Error(), "AzureIdentityBinding "+ns+"/web") {
+		t.Fatalf("dev created a pod selecting binding web without \"use\" on it: err=%v", err2)
+	}
+	// A pod that selects no identity is no business of the check.
+	if _, err := dev.CoreV1().Pods(ns).Create(ctx, pod("plain", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("dev creates an unlabelled pod: %v", err)
+	}
+	// Relabelling an existing pod is an UPDATE, checked the same way.
+	plain, err := dev.CoreV1().Pods(ns).Get(ctx, "plain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Labels = labelled
+	if _, err := dev.CoreV1().Pods(ns).Update(ctx, plain, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("dev relabelled a pod to select binding web: err=%v", err)
+	}
+	// Granted "use" on the binding, dev may.
+	for _, o := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "use-web"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{aadv1.GroupVersion.Group},
+			Resources: []string{"azureidentitybindings"}, ResourceNames: []string{"web"}, Verbs: []string{podidentity.UseVerb}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev-use-web"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "use-web"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "dev"}}},
+	} {
+		if err := kc.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err2 = dev.CoreV1().Pods(ns).Create(ctx, pod("web", labelled), metav1.CreateOptions{})
+		if err2 == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err2 != nil {
+		t.Errorf("dev, granted use on binding web, creates a pod selecting it: %v", err2)
 	}
 }

@@ -29,6 +29,11 @@ import (
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
+// The manager registers its webhook configurations, keeps their CA bundle current, shares its CA
+// through a Secret, and reads the service accounts of the pods it mutates.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch
+
 // Options configure the webhooks.
 type Options struct {
 	// Namespace holds the CA Secret (the manager's namespace).

@@ -24,9 +24,15 @@ type Server struct {
 	done chan error
 }
 
+// maxSocketPath is the longest path Linux accepts for a unix socket (sun_path less its NUL).
+const maxSocketPath = 107
+
 // Listen serves p on a unix socket at path (its directory is created 0755, a stale socket
 // replaced, the socket made 0600 for the driver, which runs as root). Close stops it.
 func Listen(p *Provider, path string) (*Server, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, more than a unix socket allows (%d): choose a shorter directory", path, len(path), maxSocketPath)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // the providers directory is the driver's, shared with other providers
 		return nil, fmt.Errorf("create providers directory: %w", err)
 	}

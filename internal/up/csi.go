@@ -14,7 +14,8 @@ import (
 
 // CSIProvidersDir is the directory, in the data directory, where `up` serves the Key Vault
 // provider for the Secrets Store CSI Driver (azure.sock): the driver's --providers-dir.
-const CSIProvidersDir = "secrets-store-csi-providers"
+// Short, because a unix socket's path is limited to 107 bytes.
+const CSIProvidersDir = "csi-providers"
 
 // startCSIProvider serves the Key Vault provider against the local cloud, logging to
 // logs/csi-provider.log. The caller closes the server and the log.

@@ -17,7 +17,7 @@ import (
 	cerup "github.com/cerulean/cerulean/internal/up"
 )
 
-// checkCSIProvider: `up` serves the Key Vault provider on DIR/secrets-store-csi-providers/azure.sock,
+// checkCSIProvider: `up` serves the Key Vault provider on DIR/csi-providers/azure.sock,
 // named in DIR/env, and it reaches the local cloud (a vault that does not exist is NotFound by
 // name, through the cloud's vault lookup).
 func checkCSIProvider(t *testing.T, dir string, env map[string]string) {

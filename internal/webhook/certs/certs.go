@@ -296,48 +296,52 @@ func parseBundle(data []byte) ([]*x509.Certificate, error) {
 // inject writes bundle into every webhook of the named configurations where it differs.
 func (r *Rotator) inject(ctx context.Context, bundle []byte) error {
 	for _, name := range r.opts.MutatingWebhooks {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-			if err := r.c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			changed := false
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		err := r.injectInto(ctx, name, cfg, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
 			for i := range cfg.Webhooks {
-				if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-					cfg.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
-				}
+				out[i] = &cfg.Webhooks[i].ClientConfig
 			}
-			if !changed {
-				return nil
-			}
-			return r.c.Update(ctx, cfg)
+			return out
 		})
 		if err != nil {
 			return fmt.Errorf("inject CA bundle into mutating webhook configuration %s: %w", name, err)
 		}
 	}
 	for _, name := range r.opts.ValidatingWebhooks {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := r.c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			changed := false
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		err := r.injectInto(ctx, name, cfg, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
 			for i := range cfg.Webhooks {
-				if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-					cfg.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
-				}
+				out[i] = &cfg.Webhooks[i].ClientConfig
 			}
-			if !changed {
-				return nil
-			}
-			return r.c.Update(ctx, cfg)
+			return out
 		})
 		if err != nil {
 			return fmt.Errorf("inject CA bundle into validating webhook configuration %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// injectInto reads the configuration name into cfg and updates it when one of its webhooks'
+// client configs (as clientConfigs lists them, after the read) holds another bundle.
+func (r *Rotator) injectInto(ctx context.Context, name string, cfg client.Object, bundle []byte, clientConfigs func() []*admissionregistrationv1.WebhookClientConfig) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.c.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		changed := false
+		for _, cc := range clientConfigs() {
+			if !bytes.Equal(cc.CABundle, bundle) {
+				cc.CABundle, changed = bundle, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return r.c.Update(ctx, cfg)
+	})
 }
 
 // ensureLeaf issues this replica's serving certificate when it has none, when the CA changed or

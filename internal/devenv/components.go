@@ -57,7 +57,7 @@ func apiServerArgs(cp *ControlPlane, p ports, pki pkiFiles) []string {
 		"--service-account-jwks-uri=" + cp.IssuerURL + "/openid/v1/jwks",
 		"--service-account-key-file=" + pki.saVerifyingKey(),
 		"--service-account-signing-key-file=" + pki.saSigningKey(),
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--authorization-mode=Node,RBAC",
 		// How kube-apiserver calls the node's kubelet (logs, exec, port-forward): by the node's
 		// InternalIP (its host name would go through this machine's resolver), verifying the

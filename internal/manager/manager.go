@@ -53,7 +53,8 @@ type Options struct {
 	Azure azure.Config
 	// SyncPeriod is how often a Ready resource is read back from ARM (AZURE_SYNC_PERIOD; default 1h).
 	SyncPeriod time.Duration
-	// PollInterval is how often a running ARM operation is polled (default 10s).
+	// PollInterval is the longest wait between polls of a running ARM operation (default
+	// 10s); ARM's Retry-After makes it shorter.
 	PollInterval time.Duration
 	// TargetNamespaces limits the watched namespaces (AZURE_TARGET_NAMESPACES); empty means all.
 	TargetNamespaces []string

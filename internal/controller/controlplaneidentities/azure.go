@@ -38,8 +38,9 @@ type Azure interface {
 	Vault(ctx context.Context, cred azcore.TokenCredential, id string) (Vault, error)
 	// IssueCredentials asks the managed-identity data plane for new credentials of the identity.
 	IssueCredentials(ctx context.Context, cred azcore.TokenCredential, identityID string) (hcpcredentials.File, error)
-	// SecretVersion is the latest version of a Key Vault secret, "" when it does not exist.
-	SecretVersion(ctx context.Context, cred azcore.TokenCredential, vaultURI, name string) (string, error)
+	// CurrentSecret is the latest version of a Key Vault secret and its value; "" when it does
+	// not exist.
+	CurrentSecret(ctx context.Context, cred azcore.TokenCredential, vaultURI, name string) (version, value string, err error)
 	// SetSecret writes a new version of a Key Vault secret and returns the version.
 	SetSecret(ctx context.Context, cred azcore.TokenCredential, vaultURI, name, value string) (string, error)
 	// DeleteSecret deletes a Key Vault secret (soft delete where the vault has it); a missing
@@ -147,23 +148,23 @@ func (s *SDK) secrets(cred azcore.TokenCredential, vaultURI string) (*azsecrets.
 	return c, nil
 }
 
-// SecretVersion implements Azure.
-func (s *SDK) SecretVersion(ctx context.Context, cred azcore.TokenCredential, vaultURI, name string) (string, error) {
+// CurrentSecret implements Azure.
+func (s *SDK) CurrentSecret(ctx context.Context, cred azcore.TokenCredential, vaultURI, name string) (string, string, error) {
 	c, err := s.secrets(cred, vaultURI)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	res, err := c.GetSecret(ctx, name, "", nil)
 	if isStatus(err, http.StatusNotFound) {
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read Key Vault secret %s in %s: %w", name, vaultURI, err)
+		return "", "", fmt.Errorf("read Key Vault secret %s in %s: %w", name, vaultURI, err)
 	}
-	if res.ID == nil {
-		return "", nil
+	if res.ID == nil || res.Value == nil {
+		return "", "", nil
 	}
-	return res.ID.Version(), nil
+	return res.ID.Version(), *res.Value, nil
 }
 
 // SetSecret implements Azure.

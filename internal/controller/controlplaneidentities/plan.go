@@ -1,6 +1,7 @@
 package controlplaneidentities
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,19 +17,26 @@ import (
 // ErrUnusable reports credentials the manager will not store.
 var ErrUnusable = errors.New("unusable credentials")
 
-// renewal says whether a component needs new credentials, and why ("" when it does not).
-// latest is the secret's latest version in Key Vault ("" when it has none).
-func renewal(cur *cpv1.ComponentStatus, identityID, vaultURI, secretName, latest string, now time.Time) string {
+// stored reads the credentials JSON of a secret's value: only its times and ids are used
+// (nil when the value is not credentials JSON).
+func stored(value string) *hcpcredentials.File {
+	var f hcpcredentials.File
+	if value == "" || json.Unmarshal([]byte(value), &f) != nil || f.ClientID == "" || f.NotAfter.IsZero() {
+		return nil
+	}
+	return &f
+}
+
+// renewal says whether a component needs new credentials, and why ("" when it does not). cur
+// is what Key Vault holds (nil: nothing usable). Key Vault is the record: a status lost or read
+// stale from a cache never causes a second issuance.
+func renewal(cur *hcpcredentials.File, clientID string, now time.Time) string {
 	switch {
-	case cur == nil || cur.SecretVersion == "":
+	case cur == nil:
 		return "no credentials stored yet"
-	case !strings.EqualFold(cur.IdentityID, identityID):
+	case !strings.EqualFold(cur.ClientID, clientID):
 		return "the component's identity changed"
-	case cur.VaultURI != vaultURI || cur.SecretName != secretName:
-		return "the credentials' destination changed"
-	case latest != cur.SecretVersion:
-		return "the secret was changed or deleted in Key Vault"
-	case cur.RenewAfter == nil || !now.Before(cur.RenewAfter.Time):
+	case cur.RenewAfter.IsZero() || !now.Before(cur.RenewAfter):
 		return "renew_after reached"
 	}
 	return ""

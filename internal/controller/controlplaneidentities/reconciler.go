@@ -337,14 +337,18 @@ func (r *Reconciler) component(ctx context.Context, obj *cpv1.ControlPlaneIdenti
 	if secretName == "" {
 		secretName = string(comp.Name)
 	}
-	latest, err := r.opts.Azure.SecretVersion(ctx, s.cred.Cached(), s.vault.URI, secretName)
+	version, value, err := r.opts.Azure.CurrentSecret(ctx, s.cred.Cached(), s.vault.URI, secretName)
 	if err != nil {
 		return keyVaultFailure("read", secretName, s.vault, err)
 	}
-	if why := renewal(st, mi.ID, s.vault.URI, secretName, latest, now); why != "" {
+	cur := stored(value)
+	if why := renewal(cur, mi.ClientID, now); why != "" {
 		if err := r.issue(ctx, obj, s, comp.Name, mi, secretName, why, st, now); err != nil {
 			return err
 		}
+	} else {
+		st.IdentityID, st.ClientID, st.VaultURI, st.SecretName, st.SecretVersion = mi.ID, cur.ClientID, s.vault.URI, secretName, version
+		times(st, *cur)
 	}
 	st.SecretProviderClass = string(comp.Name)
 	return r.syncSPC(ctx, obj, comp.Name, desiredSPCSpec(secretName, s.vault.Name, s.vault.TenantID, s.readerID))
@@ -483,6 +487,11 @@ func (r *Reconciler) delete(ctx context.Context, obj *cpv1.ControlPlaneIdentitie
 	if err != nil {
 		return fmt.Errorf("resolve the Azure credential: %w", err)
 	}
+	if r.vaultGone(ctx, obj, cred) {
+		// Its secrets went with it: nothing to delete there.
+		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, cpv1.ReasonDeleting, "Delete", "The vault is gone; only the SecretProviderClasses are deleted")
+		cred = nil
+	}
 	for i := range obj.Status.Components {
 		if err := r.removeComponent(ctx, obj, cred, &obj.Status.Components[i]); err != nil {
 			r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, cpv1.ReasonDeleting, "Delete", "%s: %v", obj.Status.Components[i].Name, err)
@@ -497,7 +506,22 @@ func (r *Reconciler) delete(ctx context.Context, obj *cpv1.ControlPlaneIdentitie
 	return nil
 }
 
-// removeComponent deletes one component's secret and SecretProviderClass.
+// vaultGone reports whether the object's vault no longer exists: its ASO object is gone, or ARM
+// answers 404.
+func (r *Reconciler) vaultGone(ctx context.Context, obj *cpv1.ControlPlaneIdentities, cred *credentials.Credential) bool {
+	id, err := r.refID(ctx, obj.Namespace, obj.Spec.KeyVault, &keyvaultv1.Vault{}, "keyVault")
+	var ce *condError
+	if errors.As(err, &ce) && ce.reason == cpv1.ReasonReferenceNotFound {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	_, err = r.opts.Azure.Vault(ctx, cred.Cached(), id)
+	return isStatus(err, http.StatusNotFound)
+}
+
+// removeComponent deletes one component's secret (when cred is set) and SecretProviderClass.
 func (r *Reconciler) removeComponent(ctx context.Context, obj *cpv1.ControlPlaneIdentities, cred *credentials.Credential, st *cpv1.ComponentStatus) error {
 	if st.VaultURI != "" && st.SecretName != "" && cred != nil {
 		fresh, err := cred.Fresh(ctx)

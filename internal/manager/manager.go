@@ -29,9 +29,9 @@ import (
 	secretsstorev1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	aadpodidentityv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
-	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	authorizationv1api20220401 "github.com/cerulean/cerulean/api/authorization/v1api20220401"
 	authorizationv20220401 "github.com/cerulean/cerulean/api/authorization/v20220401"
+	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	containerservicev1api20240901 "github.com/cerulean/cerulean/api/containerservice/v1api20240901"
 	containerservicev20240901 "github.com/cerulean/cerulean/api/containerservice/v20240901"
 	keyvaultv1api20230701 "github.com/cerulean/cerulean/api/keyvault/v1api20230701"

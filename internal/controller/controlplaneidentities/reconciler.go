@@ -126,7 +126,9 @@ type condError struct {
 func (e *condError) Error() string { return e.msg }
 func (e *condError) Unwrap() error { return e.err }
 
-func failure(reason, msg string, err error) error { return &condError{reason: reason, msg: msg, err: err} }
+func failure(reason, msg string, err error) error {
+	return &condError{reason: reason, msg: msg, err: err}
+}
 
 // Reconcile brings one object's components to their desired state.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {

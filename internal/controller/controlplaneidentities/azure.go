@@ -203,7 +203,7 @@ func isStatus(err error, status int) bool {
 
 // marshal is the credentials JSON as stored: the reference's field names.
 func marshal(f hcpcredentials.File) (string, error) {
-	b, err := json.Marshal(f)
+	b, err := json.Marshal(f) //nolint:gosec // the credentials file is the secret this writes to Key Vault, by design
 	if err != nil {
 		return "", fmt.Errorf("encode credentials: %w", err)
 	}

@@ -413,6 +413,25 @@ func TestControlPlaneIdentitiesEndToEnd(t *testing.T) {
 		t.Error("no SecretProviderClassReverted event")
 	}
 
+	// A component dropped from the spec: its class and secret go, its identity stays.
+	o := getCPI(t, c, ns, "hcp")
+	o.Spec.Components = o.Spec.Components[:1]
+	if o.Spec.Components[0].Name != cpv1.ComponentCPO {
+		t.Fatalf("sample order changed: %v", o.Spec.Components)
+	}
+	if err := c.Update(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "kms removed", func() (bool, string) {
+		o := getCPI(t, c, ns, "hcp")
+		_, kms := componentStatus(o, cpv1.ComponentKMS)
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "managed-azure-kms"}, &secretsstorev1.SecretProviderClass{})
+		return kms == nil && apierrors.IsNotFound(err) && len(o.Status.Components) == 1, "kms still in status or class still there"
+	})
+	if _, err := secrets.GetSecret(ctx, "managed-azure-kms", "", nil); err == nil {
+		t.Error("the dropped component's secret is still readable")
+	}
+
 	// Delete: the secrets and classes go; the identities stay.
 	if err := c.Delete(ctx, getCPI(t, c, ns, "hcp")); err != nil {
 		t.Fatal(err)

@@ -606,6 +606,15 @@ func TestControlPlaneIdentitiesFailures(t *testing.T) {
 			if !hasEvent(t, c, ns, tc.name, tc.reason, tc.parts[0]) {
 				t.Errorf("no %s event", tc.reason)
 			}
+			if tc.name == "forbidden-write" {
+				// Retries (every 300 ms here) store the credentials issued first rather than
+				// mint a certificate per attempt.
+				before := len(principalOf(t, az, *cpo.Properties.ClientID).Certificates)
+				time.Sleep(2 * time.Second)
+				if n := len(principalOf(t, az, *cpo.Properties.ClientID).Certificates); n != 1 || before != 1 {
+					t.Errorf("%d then %d certificates registered on the identity by retries, want 1", before, n)
+				}
+			}
 			// Nothing half-done: no SecretProviderClass without its credentials.
 			spc := &secretsstorev1.SecretProviderClass{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(cpv1.ComponentCPO)}, spc); err == nil && metav1.IsControlledBy(spc, o) {
@@ -658,4 +667,13 @@ func TestControlPlaneIdentitiesValidation(t *testing.T) {
 	if err := c.Delete(t.Context(), o); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func principalOf(t *testing.T, az *cloud.Cloud, clientID string) entra.Principal {
+	t.Helper()
+	p, err := az.Entra().Directory.Principal(t.Context(), az.Settings().TenantID, clientID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -35,6 +37,7 @@ import (
 	keyvaultv1 "github.com/cerulean/cerulean/api/keyvault/v1api20230701"
 	managedidentityv1 "github.com/cerulean/cerulean/api/managedidentity/v1api20230131"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
+	"github.com/cerulean/cerulean/pkg/hcpcredentials"
 )
 
 // Finalizer keeps an object until what it created is removed.
@@ -67,6 +70,12 @@ type Options struct {
 type Reconciler struct {
 	c    client.Client
 	opts Options
+
+	// pending holds credentials issued but not yet stored (Key Vault refused or failed), by
+	// object UID and identity id, so that a retry stores them instead of minting another
+	// certificate per attempt. In memory only; dropped once stored or unusable.
+	mu      sync.Mutex
+	pending map[string]hcpcredentials.File
 }
 
 // +kubebuilder:rbac:groups=cerulean.dev,resources=controlplaneidentities,verbs=get;list;watch;update;patch
@@ -87,7 +96,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Azure == nil || opts.Credentials == nil || opts.Recorder == nil {
 		return errors.New("set up control-plane identities controller: Azure, Credentials and Recorder are required")
 	}
-	r := &Reconciler{c: mgr.GetClient(), opts: opts}
+	r := &Reconciler{c: mgr.GetClient(), opts: opts, pending: map[string]hcpcredentials.File{}}
 	inNamespace := handler.EnqueueRequestsFromMapFunc(r.inNamespace)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("controlplaneidentities").
@@ -364,7 +373,11 @@ func (r *Reconciler) issue(ctx context.Context, obj *cpv1.ControlPlaneIdentities
 	if err != nil {
 		return failure(cpv1.ReasonFailed, "build the Azure credential: "+err.Error(), err)
 	}
-	f, err := r.opts.Azure.IssueCredentials(ctx, fresh, mi.ID)
+	key := string(obj.UID) + "/" + strings.ToLower(mi.ID)
+	f, ok := r.takePending(key, now)
+	if !ok {
+		f, err = r.opts.Azure.IssueCredentials(ctx, fresh, mi.ID)
+	}
 	if err != nil {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) && re.StatusCode == http.StatusForbidden {
@@ -383,6 +396,7 @@ func (r *Reconciler) issue(ctx context.Context, obj *cpv1.ControlPlaneIdentities
 	}
 	version, err := r.opts.Azure.SetSecret(ctx, fresh, s.vault.URI, secretName, value)
 	if err != nil {
+		r.putPending(key, f)
 		return keyVaultFailure("write", secretName, s.vault, err)
 	}
 	st.IdentityID, st.ClientID, st.VaultURI, st.SecretName, st.SecretVersion = mi.ID, f.ClientID, s.vault.URI, secretName, version
@@ -392,6 +406,36 @@ func (r *Reconciler) issue(ctx context.Context, obj *cpv1.ControlPlaneIdentities
 		"%s: credentials of %s stored as version %s of secret %s in vault %s (%s; renew after %s)",
 		name, mi.ID, version, secretName, s.vault.Name, why, f.RenewAfter.UTC().Format(time.RFC3339))
 	return nil
+}
+
+// takePending returns (and forgets) credentials issued earlier for key and not yet stored, when
+// they are still good to store and not yet due for renewal.
+func (r *Reconciler) takePending(key string, now time.Time) (hcpcredentials.File, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.pending[key]
+	delete(r.pending, key)
+	if !ok || usable(f, now) != nil || !now.Before(f.RenewAfter) {
+		return hcpcredentials.File{}, false
+	}
+	return f, true
+}
+
+func (r *Reconciler) putPending(key string, f hcpcredentials.File) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending[key] = f
+}
+
+// forgetPending drops what an object left pending (on delete).
+func (r *Reconciler) forgetPending(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.pending {
+		if strings.HasPrefix(k, uid+"/") {
+			delete(r.pending, k)
+		}
+	}
 }
 
 // keyVaultFailure names the vault, the secret and Key Vault's answer; a 403 says which role is
@@ -500,6 +544,7 @@ func (r *Reconciler) delete(ctx context.Context, obj *cpv1.ControlPlaneIdentitie
 			return err
 		}
 	}
+	r.forgetPending(string(obj.UID))
 	patch := client.MergeFrom(obj.DeepCopy())
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := r.c.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {

@@ -23,6 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,6 +39,7 @@ import (
 	cpv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/authz"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
@@ -564,24 +566,60 @@ func TestControlPlaneIdentitiesFailures(t *testing.T) {
 	waitReady(t, c, grant, time.Minute)
 	reader := "0f9e8d7c-6b5a-4c3d-8e2f-1a0b9c8d7e6f"
 
+	// A principal that may read the group and write the vault's secrets but not assign the
+	// identity, used by one object through ASO's credential-from annotation.
+	dir := az.Entra().Directory
+	limited, err := dir.CreatePrincipal(ctx, entra.Principal{TenantID: s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: "limited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitedSecret, _, err := dir.AddSecret(ctx, s.TenantID, limited.ClientID, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vaultID, _, _ := unstructured.NestedString(waitReady(t, c, vault, time.Minute).Object, "status", "id")
+	now := time.Now().UTC()
+	for i, g := range []struct{ scope, role string }{
+		{"/subscriptions/" + s.SubscriptionID + "/resourceGroups/rg-fail", authz.Reader},
+		{vaultID, authz.KeyVaultSecretsOfficer},
+	} {
+		name := []string{"5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a", "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1b"}[i]
+		if err := az.ARM().Authz().Ensure(ctx, authz.Assignment{ID: authz.AssignmentID(g.scope, name), Name: name, Scope: g.scope,
+			RoleDefinitionID: g.role, PrincipalID: limited.ObjectID, PrincipalType: "ServicePrincipal", CreatedOn: now, UpdatedOn: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limited-cred"}, StringData: map[string]string{
+		"AZURE_SUBSCRIPTION_ID": s.SubscriptionID, "AZURE_TENANT_ID": s.TenantID, "AZURE_CLIENT_ID": limited.ClientID, "AZURE_CLIENT_SECRET": limitedSecret,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
 	cases := []struct {
 		name   string
 		spec   cpv1.ControlPlaneIdentitiesSpec
 		reason string
 		parts  []string
+		cred   string
 	}{
+		{"forbidden-identity", cpv1.ControlPlaneIdentitiesSpec{KeyVault: cpv1.ResourceReference{Name: "kv-readonly"}, VaultReader: cpv1.ReaderReference{ClientID: reader},
+			Components: []cpv1.Component{{Name: cpv1.ComponentCPO, Identity: cpv1.ResourceReference{ARMID: *cpo.ID}}}},
+			cpv1.ReasonCredentialsForbidden, []string{"the managed-identity data plane refused the credentials of " + *cpo.ID, "403 Forbidden", "Managed Identity Operator"}, "limited-cred"},
 		{"missing-identity", cpv1.ControlPlaneIdentitiesSpec{KeyVault: cpv1.ResourceReference{Name: "kv-readonly"}, VaultReader: cpv1.ReaderReference{ClientID: reader},
 			Components: []cpv1.Component{{Name: cpv1.ComponentCPO, Identity: cpv1.ResourceReference{Name: "no-such-identity"}}}},
-			cpv1.ReasonReferenceNotFound, []string{"identity: UserAssignedIdentity " + ns + "/no-such-identity does not exist"}},
+			cpv1.ReasonReferenceNotFound, []string{"identity: UserAssignedIdentity " + ns + "/no-such-identity does not exist"}, ""},
 		{"missing-vault", cpv1.ControlPlaneIdentitiesSpec{KeyVault: cpv1.ResourceReference{Name: "no-such-vault"}, VaultReader: cpv1.ReaderReference{ClientID: reader},
 			Components: []cpv1.Component{{Name: cpv1.ComponentCPO, Identity: cpv1.ResourceReference{ARMID: *cpo.ID}}}},
-			cpv1.ReasonReferenceNotFound, []string{"keyVault: Vault " + ns + "/no-such-vault does not exist"}},
+			cpv1.ReasonReferenceNotFound, []string{"keyVault: Vault " + ns + "/no-such-vault does not exist"}, ""},
 		{"forbidden-write", cpv1.ControlPlaneIdentitiesSpec{KeyVault: cpv1.ResourceReference{Name: "kv-readonly"}, VaultReader: cpv1.ReaderReference{ClientID: reader},
 			Components: []cpv1.Component{{Name: cpv1.ComponentCPO, Identity: cpv1.ResourceReference{ARMID: *cpo.ID}}}},
-			cpv1.ReasonKeyVaultForbidden, []string{"Key Vault refused to write secret managed-azure-cpo in vault kv-readonly", "403 Forbidden", "Key Vault Secrets Officer"}},
+			cpv1.ReasonKeyVaultForbidden, []string{"Key Vault refused to write secret managed-azure-cpo in vault kv-readonly", "403 Forbidden", "Key Vault Secrets Officer"}, ""},
 	}
 	for _, tc := range cases {
 		o := &cpv1.ControlPlaneIdentities{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}, Spec: tc.spec}
+		if tc.cred != "" {
+			o.Annotations = map[string]string{"serviceoperator.azure.com/credential-from": tc.cred}
+		}
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("create %s: %v", tc.name, err)
 		}

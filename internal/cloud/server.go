@@ -213,6 +213,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,
 		Faults: c.faults, Requests: c.requests, CA: c.pki.CA, AuthorityHost: c.settings.AuthorityHost,
 	}).Register(mux)
+	c.registerIdentityDataPlane(mux, opts)
 	mux.Handle("/", c.entra.NotFound())
 	c.handler = httpx.CompleteBody(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux))))
 	c.srv = &http.Server{

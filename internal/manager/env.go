@@ -15,7 +15,8 @@ import (
 const DefaultSyncPeriod = time.Hour
 
 // FromEnv fills the settings Azure Service Operator reads from its environment: the global
-// credential and cloud (AZURE_*), AZURE_SYNC_PERIOD and AZURE_TARGET_NAMESPACES.
+// credential and cloud (AZURE_*), AZURE_SYNC_PERIOD and AZURE_TARGET_NAMESPACES, and Cerulean's
+// CERULEAN_EXPORT_KEY_VAULT and CERULEAN_IDENTITY_URL.
 func FromEnv(opts *Options, getenv func(string) string) error {
 	opts.Azure = azure.ConfigFromEnv(getenv)
 	if opts.Azure.CAFile == "" {
@@ -31,6 +32,7 @@ func FromEnv(opts *Options, getenv func(string) string) error {
 	}
 	opts.TargetNamespaces = ParseNamespaces(getenv("AZURE_TARGET_NAMESPACES"))
 	opts.ExportKeyVault = getenv("CERULEAN_EXPORT_KEY_VAULT")
+	opts.IdentityURL = getenv("CERULEAN_IDENTITY_URL")
 	return nil
 }
 

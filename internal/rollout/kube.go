@@ -1,0 +1,122 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/cerulean/cerulean/internal/azure"
+)
+
+// restConfig is the cluster's client configuration from its kubeconfig and context.
+func restConfig(cl Cluster) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cl.Kubeconfig != "" {
+		rules.ExplicitPath = cl.Kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cl.Context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// restGetter is the same for Helm.
+func restGetter(cl Cluster, namespace string) genericclioptions.RESTClientGetter {
+	f := genericclioptions.NewConfigFlags(false)
+	if cl.Kubeconfig != "" {
+		f.KubeConfig = ptr.To(cl.Kubeconfig)
+	}
+	if cl.Context != "" {
+		f.Context = ptr.To(cl.Context)
+	}
+	f.Namespace = ptr.To(namespace)
+	return f
+}
+
+// ProbeOptions say whose token to exchange and what to read.
+type ProbeOptions struct {
+	// Kube is the cluster whose service account token is exchanged.
+	Kube kubernetes.Interface
+	// Namespace, ServiceAccount and Audience of the token (TokenRequest, as the kubelet projects it).
+	Namespace, ServiceAccount, Audience string
+	// Azure is the cloud (tenant, authority host, CA); ClientID the identity to act as.
+	Azure    azure.Config
+	ClientID string
+	// VaultURI and Secret are the secret to read; an empty Secret only exchanges the token.
+	VaultURI, Secret string
+}
+
+// Probe does what the app's pod does with workload identity: it gets its service account's
+// token for the audience, exchanges it at Entra ID for the identity's token, and reads the Key
+// Vault secret. The secret's value is never returned or logged.
+func Probe(ctx context.Context, o ProbeOptions) error {
+	assertion := func(ctx context.Context) (string, error) {
+		tr, err := o.Kube.CoreV1().ServiceAccounts(o.Namespace).CreateToken(ctx, o.ServiceAccount, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{o.Audience}, ExpirationSeconds: ptr.To[int64](600)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", fmt.Errorf("request token of service account %s/%s: %w", o.Namespace, o.ServiceAccount, err)
+		}
+		return tr.Status.Token, nil
+	}
+	opts, err := o.Azure.ClientOptions()
+	if err != nil {
+		return err
+	}
+	cred, err := o.Azure.NewCredential(azure.ClientCredential{TenantID: o.Azure.TenantID, ClientID: o.ClientID, Assertion: assertion}, opts)
+	if err != nil {
+		return fmt.Errorf("build workload credential: %w", err)
+	}
+	if o.Secret == "" {
+		_, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{"https://vault.azure.net/.default"}})
+		if err != nil {
+			return fmt.Errorf("exchange token: %w", err)
+		}
+		return nil
+	}
+	sopts, err := o.Azure.SecretsOptions()
+	if err != nil {
+		return err
+	}
+	client, err := azsecrets.NewClient(o.VaultURI, cred, sopts)
+	if err != nil {
+		return fmt.Errorf("create secrets client: %w", err)
+	}
+	if _, err := client.GetSecret(ctx, o.Secret, "", nil); err != nil {
+		return fmt.Errorf("read secret %s: %w", o.Secret, err)
+	}
+	return nil
+}
+
+// probeError shortens a probe failure for the table: Azure's status and code, or Entra's
+// AADSTS error.
+func probeError(err error) string {
+	if m := aadsts.FindString(err.Error()); m != "" {
+		return "token exchange refused: " + m
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("read secret: %d %s", re.StatusCode, re.ErrorCode)
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i > 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+var aadsts = regexp.MustCompile(`AADSTS[0-9]+`)

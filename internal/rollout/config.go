@@ -128,7 +128,7 @@ func Parse(b []byte, dir string) (*Config, error) {
 		return nil, fmt.Errorf("%w: the file is empty", ErrInvalidConfig)
 	}
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	c.dir = dir
 	if err := c.validate(); err != nil {

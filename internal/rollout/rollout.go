@@ -25,7 +25,7 @@ import (
 
 // The steps, in order, as the table's columns.
 const (
-	StepCluster    = "cluster"    // OIDC issuer + workload identity on, issuer URL read
+	StepIssuer     = "issuer"     // OIDC issuer + workload identity on, issuer URL read
 	StepIdentity   = "identity"   // the cluster's managed identity
 	StepFederation = "federation" // its federated credential for the app's service account
 	StepRole       = "role"       // its role on the vault
@@ -34,7 +34,7 @@ const (
 )
 
 // Steps lists the steps in order.
-var Steps = []string{StepCluster, StepIdentity, StepFederation, StepRole, StepDeploy, StepVerify}
+var Steps = []string{StepIssuer, StepIdentity, StepFederation, StepRole, StepDeploy, StepVerify}
 
 // Outcome is what a step did.
 type Outcome string
@@ -277,7 +277,7 @@ func (r *runner) cluster(ctx context.Context, cl Cluster) ClusterResult {
 		name string
 		run  func() (bool, string, error)
 	}{
-		{StepCluster, func() (bool, string, error) {
+		{StepIssuer, func() (bool, string, error) {
 			c, err := r.pool.get(cl.id.SubscriptionID)
 			if err != nil {
 				return false, "", err
@@ -402,7 +402,7 @@ func Plan(w io.Writer, cfg *Config) error {
 		}
 		lines := []string{
 			fmt.Sprintf("%s (%s):", cl.Name(), cl.ID),
-			fmt.Sprintf("  %-10s enable OIDC issuer and workload identity if off; read the issuer URL", StepCluster),
+			fmt.Sprintf("  %-10s enable OIDC issuer and workload identity if off; read the issuer URL", StepIssuer),
 			fmt.Sprintf("  %-10s create or reuse identity %s in resource group %s", StepIdentity, name, group),
 			fmt.Sprintf("  %-10s federated credential %s: issuer of %s, subject %s, audience %s", StepFederation, FederatedCredentialName(ns, cfg.ServiceAccount), cl.Name(), cfg.Subject(cl), cfg.Audience),
 			fmt.Sprintf("  %-10s grant %q on %s to the identity", StepRole, cfg.Role, cfg.KeyVault.ID),

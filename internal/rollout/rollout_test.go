@@ -134,7 +134,7 @@ func TestRolloutAcrossThreeClusters(t *testing.T) {
 	for _, c := range report.Clusters {
 		for _, s := range c.Steps {
 			want := rollout.Done
-			if c.Cluster == broken && s.Step != rollout.StepCluster && s.Step != rollout.StepVerify {
+			if c.Cluster == broken && s.Step != rollout.StepIssuer && s.Step != rollout.StepVerify {
 				want = rollout.Changed
 			}
 			if s.Outcome != want {
@@ -166,6 +166,25 @@ func TestRolloutAcrossThreeClusters(t *testing.T) {
 				t.Errorf("third run: %s %s %s", c.Cluster, s.Step, s.Outcome)
 			}
 		}
+	}
+
+	// A change of the app's values upgrades the release on every cluster, and writes nothing in ARM.
+	cfg.App.Values["replicas"] = 2
+	since = az.RequestLog().Last()
+	report, err = rollout.Run(ctx, rollout.Options{Config: cfg, Azure: lab.Azure, Parallel: 3})
+	if err != nil || report.Failed() {
+		t.Fatalf("run with new values: %v %+v", err, report)
+	}
+	for _, c := range report.Clusters {
+		if s := c.Step(rollout.StepDeploy); s.Outcome != rollout.Changed || !strings.Contains(s.Detail, "upgraded release app to revision 2") {
+			t.Errorf("%s deploy after a values change: %s %s", c.Cluster, s.Outcome, s.Detail)
+		}
+		if s := c.Step(rollout.StepRole); s.Outcome != rollout.Done {
+			t.Errorf("%s role after a values change: %s", c.Cluster, s.Outcome)
+		}
+	}
+	if w := armWrites(az, since); len(w) != 0 {
+		t.Errorf("a values change made %d ARM writes", len(w))
 	}
 
 	// What the rollout left: each cluster's OIDC issuer is its own control plane's, its

@@ -38,8 +38,8 @@ const (
 	SecretName     = "db-password"
 	// Role is granted by name, as a user writes it.
 	Role = "Key Vault Secrets User"
-	// SecretsOfficer lets the lab's owner write the secret (Owner gives no data access).
-	secretsOfficer = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
+	// officerRole (Key Vault Secrets Officer) lets the lab's owner write the secret (Owner gives no data access).
+	officerRole = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
 )
 
 // Lab is a set of clusters and a vault in the cloud, and the rollout file that names them.
@@ -65,6 +65,8 @@ type Options struct {
 	Planes   []*devenv.ControlPlane
 	// Chart is the app's chart; empty means this package's testdata chart.
 	Chart string
+	// Namespace is the app's namespace; empty means Namespace ("app").
+	Namespace string
 }
 
 // AzureConfig is the cloud's bootstrap principal as the standard environment names it.
@@ -128,6 +130,10 @@ func New(ctx context.Context, az *cloud.Cloud, o Options) (*Lab, error) {
 		return nil, err
 	}
 	shared := o.Clusters > len(o.Planes)
+	ns := o.Namespace
+	if ns == "" {
+		ns = Namespace
+	}
 	type fileCluster struct {
 		ID         string `json:"id"`
 		Kubeconfig string `json:"kubeconfig"`
@@ -154,7 +160,7 @@ func New(ctx context.Context, az *cloud.Cloud, o Options) (*Lab, error) {
 		l.Planes[i] = cp
 		fc := fileCluster{ID: *mc.ID, Kubeconfig: cp.Kubeconfig}
 		if shared {
-			fc.Namespace = Namespace + "-" + name
+			fc.Namespace = ns + "-" + name
 		}
 		fcs = append(fcs, fc)
 	}
@@ -174,7 +180,7 @@ func New(ctx context.Context, az *cloud.Cloud, o Options) (*Lab, error) {
 			"chart":  chart,
 			"values": map[string]any{"vault": map[string]any{"url": l.VaultURI, "secret": SecretName}},
 		},
-		"namespace":      Namespace,
+		"namespace":      ns,
 		"serviceAccount": ServiceAccount,
 	}
 	b, err := yaml.Marshal(file)
@@ -218,7 +224,7 @@ func (l *Lab) vault(ctx context.Context, cred azcore.TokenCredential, opts *arm.
 	}
 	if _, err := roles.Create(ctx, l.VaultID, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{
 		Properties: &armauthorization.RoleAssignmentProperties{
-			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + secretsOfficer),
+			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + officerRole),
 			PrincipalID:      to.Ptr(owner), PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
 		},
 	}, nil); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -47,6 +48,10 @@ func restGetter(cl Cluster, namespace string) genericclioptions.RESTClientGetter
 	return f
 }
 
+// ErrServiceAccountToken marks a probe that could not get the service account's token from the
+// cluster (no such service account, no access).
+var ErrServiceAccountToken = errors.New("no service account token")
+
 // ProbeOptions say whose token to exchange and what to read.
 type ProbeOptions struct {
 	// Kube is the cluster whose service account token is exchanged.
@@ -64,12 +69,18 @@ type ProbeOptions struct {
 // token for the audience, exchanges it at Entra ID for the identity's token, and reads the Key
 // Vault secret. The secret's value is never returned or logged.
 func Probe(ctx context.Context, o ProbeOptions) error {
+	var mu sync.Mutex
+	var tokenErr error // the cluster's refusal, kept apart: the SDK may not wrap it
 	assertion := func(ctx context.Context) (string, error) {
 		tr, err := o.Kube.CoreV1().ServiceAccounts(o.Namespace).CreateToken(ctx, o.ServiceAccount, &authenticationv1.TokenRequest{
 			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{o.Audience}, ExpirationSeconds: ptr.To[int64](600)},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return "", fmt.Errorf("request token of service account %s/%s: %w", o.Namespace, o.ServiceAccount, err)
+			err = fmt.Errorf("%w: request token of service account %s/%s: %w", ErrServiceAccountToken, o.Namespace, o.ServiceAccount, err)
+			mu.Lock()
+			tokenErr = err
+			mu.Unlock()
+			return "", err
 		}
 		return tr.Status.Token, nil
 	}
@@ -81,6 +92,16 @@ func Probe(ctx context.Context, o ProbeOptions) error {
 	if err != nil {
 		return fmt.Errorf("build workload credential: %w", err)
 	}
+	err = probe(ctx, o, cred)
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil && tokenErr != nil {
+		return tokenErr
+	}
+	return err
+}
+
+func probe(ctx context.Context, o ProbeOptions, cred azcore.TokenCredential) error {
 	if o.Secret == "" {
 		_, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{"https://vault.azure.net/.default"}})
 		if err != nil {

@@ -222,6 +222,9 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	report := Report{Clusters: make([]ClusterResult, len(r.cfg.Clusters))}
+	for i, cl := range r.cfg.Clusters {
+		report.Clusters[i].Cluster = cl.Name() // a cluster an interrupt never reached shows as not run
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.opts.Parallel)
 	for i, cl := range r.cfg.Clusters {
@@ -366,13 +369,14 @@ func (r *runner) cluster(ctx context.Context, cl Cluster) ClusterResult {
 }
 
 // verify probes until it succeeds or VerifyTimeout passes: in Azure a new federated credential
-// or role assignment takes a while to apply.
+// or role assignment takes a while to apply. A service account the cluster cannot issue a token
+// for is not retried: waiting does not make it appear.
 func (r *runner) verify(ctx context.Context, o ProbeOptions) error {
 	deadline := r.opts.After(r.opts.VerifyTimeout)
 	for {
 		err := Probe(ctx, o)
-		if err == nil {
-			return nil
+		if err == nil || errors.Is(err, ErrServiceAccountToken) {
+			return err
 		}
 		select {
 		case <-ctx.Done():

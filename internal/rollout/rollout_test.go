@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
@@ -250,6 +251,22 @@ func TestRolloutAcrossThreeClusters(t *testing.T) {
 	}
 	if err := probe(names[0], names[0]); err != nil {
 		t.Errorf("cluster 1 with its own identity: %v", err)
+	}
+
+	// A service account the chart does not create fails verify at once, naming it; the steps
+	// before it still converge (a federated credential for that subject).
+	missing := *cfg
+	missing.ServiceAccount = "missing"
+	missing.Clusters = cfg.Clusters[:1]
+	report, err = rollout.Run(ctx, rollout.Options{Config: &missing, Azure: lab.Azure, VerifyTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := report.Clusters[0].Step(rollout.StepVerify); v.Outcome != rollout.Failed || !strings.Contains(v.Detail, `serviceaccounts "missing" not found`) {
+		t.Errorf("verify of a missing service account: %s %q", v.Outcome, v.Detail)
+	}
+	if f := report.Clusters[0].Step(rollout.StepFederation); f.Outcome != rollout.Changed {
+		t.Errorf("federation for the new subject: %s", f.Outcome)
 	}
 
 	// Revoke one cluster: only its role assignment goes.

@@ -2,6 +2,8 @@ package rollout_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,5 +92,40 @@ func TestAssignmentNameIsStable(t *testing.T) {
 	}
 	if a == rollout.AssignmentName(goodVault, "/x/roleDefinitions/4633458b-17de-408a-b874-0445c86b69e6", "p2") {
 		t.Error("two principals share a name")
+	}
+}
+
+// The file shown in docs/rollout.md parses as documented.
+func TestDocumentedFileParses(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "rollout.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block string
+	for _, part := range strings.Split(string(doc), "```yaml\n")[1:] {
+		body, _, _ := strings.Cut(part, "```")
+		if strings.HasPrefix(body, "clusters:") {
+			block = body
+		}
+	}
+	if block == "" {
+		t.Fatal("no ```yaml block starting with clusters: in docs/rollout.md")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rollouttest.ChartDir(), filepath.Join(dir, "charts", "payments")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "values-prod.yaml"), []byte("replicas: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rollout.Parse([]byte(block), dir)
+	if err != nil {
+		t.Fatalf("the documented file: %v", err)
+	}
+	if len(cfg.Clusters) != 2 || cfg.IdentityName(cfg.Clusters[1]) != "aks-west-payments" || cfg.Subject(cfg.Clusters[1]) != "system:serviceaccount:payments-west:payments" {
+		t.Errorf("documented file read as %+v", cfg)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -103,7 +104,7 @@ func Probe(ctx context.Context, o ProbeOptions) error {
 
 func probe(ctx context.Context, o ProbeOptions, cred azcore.TokenCredential) error {
 	if o.Secret == "" {
-		_, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{"https://vault.azure.net/.default"}})
+		_, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{vaultScope(o.VaultURI)}})
 		if err != nil {
 			return fmt.Errorf("exchange token: %w", err)
 		}
@@ -121,6 +122,18 @@ func probe(ctx context.Context, o ProbeOptions, cred azcore.TokenCredential) err
 		return fmt.Errorf("read secret %s: %w", o.Secret, err)
 	}
 	return nil
+}
+
+// vaultScope is Key Vault's token scope for the vault at uri: https://vault.DOMAIN/.default for a
+// vault named NAME.vault.DOMAIN (each Azure cloud has its domain), Azure's public one otherwise
+// (the local cloud's vaults are addressed by port and accept it).
+func vaultScope(uri string) string {
+	if u, err := url.Parse(uri); err == nil {
+		if _, domain, ok := strings.Cut(u.Hostname(), ".vault."); ok {
+			return "https://vault." + domain + "/.default"
+		}
+	}
+	return "https://vault.azure.net/.default"
 }
 
 // probeError shortens a probe failure for the table: Azure's status and code, or Entra's

@@ -357,7 +357,7 @@ func (r *runner) cluster(ctx context.Context, cl Cluster) ClusterResult {
 			out.Outcome = Changed
 		}
 		if err != nil {
-			out = StepResult{Step: s.name, Outcome: Failed, Detail: err.Error()}
+			out = StepResult{Step: s.name, Outcome: Failed, Detail: strings.Join(strings.Fields(err.Error()), " ")}
 		}
 		res.Steps = append(res.Steps, out)
 		r.progress(res.Cluster, out)

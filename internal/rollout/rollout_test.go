@@ -252,6 +252,19 @@ func TestRolloutAcrossThreeClusters(t *testing.T) {
 	if err := probe(names[0], names[0]); err != nil {
 		t.Errorf("cluster 1 with its own identity: %v", err)
 	}
+	// Without a secret to read, the probe still proves the exchange.
+	if err := rollout.Probe(ctx, rollout.ProbeOptions{
+		Kube: kubes[names[1]], Namespace: rollouttest.Namespace, ServiceAccount: rollouttest.ServiceAccount,
+		Audience: rollout.DefaultAudience, Azure: lab.Azure, ClientID: clientIDs[names[1]], VaultURI: lab.VaultURI,
+	}); err != nil {
+		t.Errorf("token exchange alone: %v", err)
+	}
+	if err := rollout.Probe(ctx, rollout.ProbeOptions{
+		Kube: kubes[names[1]], Namespace: rollouttest.Namespace, ServiceAccount: rollouttest.ServiceAccount,
+		Audience: rollout.DefaultAudience, Azure: lab.Azure, ClientID: clientIDs[names[0]], VaultURI: lab.VaultURI,
+	}); err == nil || !strings.Contains(err.Error(), "AADSTS") {
+		t.Errorf("token exchange alone, across clusters: err=%v, want an AADSTS error", err)
+	}
 
 	// A service account the chart does not create fails verify at once, naming it; the steps
 	// before it still converge (a federated credential for that subject).

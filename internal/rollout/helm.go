@@ -133,8 +133,12 @@ type deployOptions struct {
 // deploy installs the release, or upgrades it when its chart or values differ; it changes
 // nothing when the deployed release carries the same digest.
 func (s *chartSpec) deploy(ctx context.Context, o deployOptions) (changed bool, detail string, err error) {
+	getter, err := newRESTGetter(o.cluster, o.namespace)
+	if err != nil {
+		return false, "", err
+	}
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
-	if err := cfg.Init(restGetter(o.cluster, o.namespace), o.namespace, "secret"); err != nil {
+	if err := cfg.Init(getter, o.namespace, "secret"); err != nil {
 		return false, "", fmt.Errorf("init helm: %w", err)
 	}
 	vals := s.valuesFor(o.clientID)

@@ -13,41 +13,86 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/cerulean/cerulean/internal/azure"
 )
 
-// restConfig is the cluster's client configuration from its kubeconfig and context.
-func restConfig(cl Cluster) (*rest.Config, error) {
+// kubeconfigOf is the cluster's kubeconfig loader: its file (or the default chain) and context.
+func kubeconfigOf(cl Cluster, namespace string) clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if cl.Kubeconfig != "" {
 		rules.ExplicitPath = cl.Kubeconfig
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cl.Context}).ClientConfig()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{
+		CurrentContext: cl.Context, Context: clientcmdapi.Context{Namespace: namespace},
+	})
+}
+
+// restConfig is the cluster's client configuration from its kubeconfig and context.
+func restConfig(cl Cluster) (*rest.Config, error) {
+	cfg, err := kubeconfigOf(cl, "").ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
 	return cfg, nil
 }
 
-// restGetter is the same for Helm.
-func restGetter(cl Cluster, namespace string) genericclioptions.RESTClientGetter {
-	f := genericclioptions.NewConfigFlags(false)
-	if cl.Kubeconfig != "" {
-		f.KubeConfig = ptr.To(cl.Kubeconfig)
-	}
-	if cl.Context != "" {
-		f.Context = ptr.To(cl.Context)
-	}
-	f.Namespace = ptr.To(namespace)
-	return f
+// restGetter gives Helm the cluster's clients with discovery cached in memory for the run
+// (kubectl's getter caches it under ~/.kube/cache, one directory per API server).
+type restGetter struct {
+	loader clientcmd.ClientConfig
+	config *rest.Config
+
+	once      sync.Once
+	discovery discovery.CachedDiscoveryInterface
+	err       error
 }
+
+var _ genericclioptions.RESTClientGetter = (*restGetter)(nil)
+
+func newRESTGetter(cl Cluster, namespace string) (*restGetter, error) {
+	loader := kubeconfigOf(cl, namespace)
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return &restGetter{loader: loader, config: cfg}, nil
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.config), nil }
+
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	g.once.Do(func() {
+		dc, err := discovery.NewDiscoveryClientForConfig(g.config)
+		if err != nil {
+			g.err = fmt.Errorf("create discovery client: %w", err)
+			return
+		}
+		g.discovery = memory.NewMemCacheClient(dc)
+	})
+	return g.discovery, g.err
+}
+
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	dc, err := g.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(dc), dc, nil), nil
+}
+
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig { return g.loader }
 
 // ErrServiceAccountToken marks a probe that could not get the service account's token from the
 // cluster (no such service account, no access).

@@ -10,14 +10,16 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
 	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
-	"helm.sh/helm/v4/pkg/release/common"
+	releasecommon "helm.sh/helm/v4/pkg/release/common"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	"sigs.k8s.io/yaml"
@@ -94,17 +96,43 @@ func (s *chartSpec) valuesFor(clientID string) map[string]any {
 	return out
 }
 
-// digest identifies the chart (every file, dependencies included) and the values.
+// digest identifies the chart's content (every file, dependencies included; not their
+// modification times, which a fresh checkout changes) and the values.
 func (s *chartSpec) digest(vals map[string]any) (string, error) {
 	h := sha256.New()
+	write := func(parts ...[]byte) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:", len(p)) // length-prefixed: no two inputs hash alike
+			h.Write(p)
+		}
+	}
+	files := func(kind string, fs []*common.File) {
+		sorted := slices.Clone(fs)
+		slices.SortFunc(sorted, func(a, b *common.File) int { return strings.Compare(a.Name, b.Name) })
+		for _, f := range sorted {
+			write([]byte(kind), []byte(f.Name), f.Data)
+		}
+	}
 	var add func(c *chartv2.Chart) error
 	add = func(c *chartv2.Chart) error {
-		b, err := json.Marshal(c)
+		meta, err := json.Marshal(c.Metadata)
 		if err != nil {
 			return err
 		}
-		h.Write(b)
-		for _, d := range c.Dependencies() {
+		lock, err := json.Marshal(c.Lock)
+		if err != nil {
+			return err
+		}
+		values, err := json.Marshal(c.Values) // map keys are sorted
+		if err != nil {
+			return err
+		}
+		write([]byte("chart"), meta, lock, values, c.Schema)
+		files("template", c.Templates)
+		files("file", c.Files)
+		deps := slices.Clone(c.Dependencies())
+		slices.SortFunc(deps, func(a, b *chartv2.Chart) int { return strings.Compare(a.Name(), b.Name()) })
+		for _, d := range deps {
 			if err := add(d); err != nil {
 				return err
 			}
@@ -114,11 +142,11 @@ func (s *chartSpec) digest(vals map[string]any) (string, error) {
 	if err := add(s.chart); err != nil {
 		return "", fmt.Errorf("digest chart: %w", err)
 	}
-	b, err := json.Marshal(vals) // map keys are sorted
+	b, err := json.Marshal(vals)
 	if err != nil {
 		return "", fmt.Errorf("digest values: %w", err)
 	}
-	h.Write(b)
+	write([]byte("values"), b)
 	return hex.EncodeToString(h.Sum(nil))[:40], nil
 }
 
@@ -161,10 +189,10 @@ func (s *chartSpec) deploy(ctx context.Context, o deployOptions) (changed bool, 
 	default:
 		return false, "", fmt.Errorf("read release %s: %w", s.release, err)
 	}
-	if last != nil && last.Info != nil && last.Info.Status == common.StatusDeployed && last.Labels[DigestLabel] == sum {
+	if last != nil && last.Info != nil && last.Info.Status == releasecommon.StatusDeployed && last.Labels[DigestLabel] == sum {
 		return false, fmt.Sprintf("release %s revision %d current", s.release, last.Version), nil
 	}
-	if last == nil || (last.Version == 1 && last.Info != nil && last.Info.Status == common.StatusFailed) {
+	if last == nil || (last.Version == 1 && last.Info != nil && last.Info.Status == releasecommon.StatusFailed) {
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace, in.CreateNamespace = s.release, o.namespace, true
 		in.Replace = last != nil

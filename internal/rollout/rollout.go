@@ -16,7 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 
@@ -475,6 +474,3 @@ func Revoke(ctx context.Context, o RevokeOptions) (removed bool, err error) {
 	}
 	return removed, nil
 }
-
-// ClusterID is the parsed id of a cluster (for callers that print it).
-func (c Cluster) ClusterID() *arm.ResourceID { return c.id }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
@@ -97,17 +99,31 @@ func isNotFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
-// errorCode is Azure's error code of err, or its message when it is not a response error. The
-// SDK's messages carry the request URL and body, never credentials.
+// errorCode is Azure's status, error code and message of err, or err's own message when it is
+// not a response error. The SDK's full message is avoided: it spans lines with the request.
 func errorCode(err error) string {
 	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		if re.ErrorCode != "" {
-			return fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode)
-		}
-		return fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	if !errors.As(err, &re) {
+		return err.Error()
 	}
-	return err.Error()
+	code := re.ErrorCode
+	if code == "" {
+		code = http.StatusText(re.StatusCode)
+	}
+	out := fmt.Sprintf("%d %s", re.StatusCode, code)
+	if re.RawResponse != nil {
+		if body, err := runtime.Payload(re.RawResponse); err == nil {
+			var e struct {
+				Error struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+				out += ": " + e.Error.Message
+			}
+		}
+	}
+	return out
 }
 
 // clusterState is what the cluster step learnt.

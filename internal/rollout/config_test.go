@@ -129,3 +129,26 @@ func TestDocumentedFileParses(t *testing.T) {
 		t.Errorf("documented file read as %+v", cfg)
 	}
 }
+
+// Parse never panics and either refuses with ErrInvalidConfig or returns a configuration whose
+// clusters all have names.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(validFile()))
+	f.Add([]byte("clusters: [{id: x}]"))
+	f.Add([]byte("{}"))
+	f.Add([]byte("clusters:\n  - id: /subscriptions/s/resourceGroups/r/providers/Microsoft.ContainerService/managedClusters/" + strings.Repeat("a", 300)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := rollout.Parse(b, t.TempDir())
+		if err != nil {
+			if !errors.Is(err, rollout.ErrInvalidConfig) && !strings.Contains(err.Error(), "rollout file") {
+				t.Fatalf("error without the sentinel: %v", err)
+			}
+			return
+		}
+		for _, c := range cfg.Clusters {
+			if c.Name() == "" {
+				t.Fatalf("a cluster without a name was accepted: %+v", c)
+			}
+		}
+	})
+}

@@ -188,6 +188,39 @@ func TestRolloutAcrossThreeClusters(t *testing.T) {
 		t.Errorf("a values change made %d ARM writes", len(w))
 	}
 
+	// Drift: cluster 3's identity deleted out of band. The next run makes a new one and follows
+	// it through: federated credential, role, and the release upgraded with the new client id.
+	driftCred, err := lab.Azure.Credential()
+	if err != nil {
+		t.Fatal(err)
+	}
+	driftOpts, err := lab.Azure.ARMOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	driftIDs, err := armmsi.NewUserAssignedIdentitiesClient(lab.Azure.SubscriptionID, driftCred, driftOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := driftIDs.Delete(ctx, rollouttest.ClusterGroup, names[2]+"-app", nil); err != nil {
+		t.Fatalf("delete %s's identity: %v", names[2], err)
+	}
+	report, err = rollout.Run(ctx, rollout.Options{Config: cfg, Azure: lab.Azure, Parallel: 3})
+	if err != nil || report.Failed() {
+		t.Fatalf("run after drift: %v %+v", err, report)
+	}
+	for _, c := range report.Clusters {
+		for _, s := range c.Steps {
+			want := rollout.Done
+			if c.Cluster == names[2] && s.Step != rollout.StepIssuer && s.Step != rollout.StepVerify {
+				want = rollout.Changed
+			}
+			if s.Outcome != want {
+				t.Errorf("run after drift: %s %s %s (%s), want %s", c.Cluster, s.Step, s.Outcome, s.Detail, want)
+			}
+		}
+	}
+
 	// What the rollout left: each cluster's OIDC issuer is its own control plane's, its
 	// identity is its own, and the app's service account carries that identity's client id.
 	cred, err := lab.Azure.Credential()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ func newRolloutCommand() *cobra.Command {
 	var file string
 	var parallel int
 	var dryRun bool
+	var deployTimeout, verifyTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "rollout -f rollout.yaml",
 		Short: "Give an app workload identity and Key Vault access on many AKS clusters, and deploy it",
@@ -25,6 +27,7 @@ func newRolloutCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return rollout.RunCLI(cmd.Context(), rollout.CLIOptions{
 				File: file, Parallel: parallel, DryRun: dryRun, Getenv: os.Getenv,
+				DeployTimeout: deployTimeout, VerifyTimeout: verifyTimeout,
 				Out: cmd.OutOrStdout(), Progress: cmd.ErrOrStderr(),
 			})
 		},
@@ -32,6 +35,8 @@ func newRolloutCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the rollout file (required)")
 	cmd.Flags().IntVar(&parallel, "parallel", 4, "clusters rolled out at once")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing")
+	cmd.Flags().DurationVar(&deployTimeout, "deploy-timeout", 5*time.Minute, "bound on each cluster's Helm install or upgrade")
+	cmd.Flags().DurationVar(&verifyTimeout, "verify-timeout", 2*time.Minute, "how long verify retries while Azure propagates a new federated credential or role")
 	_ = cmd.MarkFlagRequired("file")
 
 	var revokeFile, cluster string

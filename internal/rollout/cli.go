@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cerulean/cerulean/internal/azure"
 )
@@ -22,7 +23,9 @@ type CLIOptions struct {
 	File     string
 	Parallel int
 	DryRun   bool
-	Getenv   func(string) string
+	// DeployTimeout and VerifyTimeout: see Options; 0 means their defaults.
+	DeployTimeout, VerifyTimeout time.Duration
+	Getenv                       func(string) string
 	// Out gets the plan or the table; Progress the per-step lines.
 	Out, Progress io.Writer
 }
@@ -37,7 +40,9 @@ func RunCLI(ctx context.Context, o CLIOptions) error {
 	if o.DryRun {
 		return Plan(o.Out, cfg)
 	}
-	report, err := Run(ctx, Options{Config: cfg, Azure: azure.ConfigFromEnv(o.Getenv), Parallel: o.Parallel, Progress: o.Progress})
+	report, err := Run(ctx, Options{Config: cfg, Azure: azure.ConfigFromEnv(o.Getenv), Parallel: o.Parallel, Progress: o.Progress,
+		DeployTimeout: o.DeployTimeout, VerifyTimeout: o.VerifyTimeout,
+	})
 	if werr := report.WriteTable(o.Out); werr != nil && err == nil {
 		err = fmt.Errorf("write table: %w", werr)
 	}

@@ -22,7 +22,8 @@ import (
 // image (pod network, not the host's) with that label reads the Key Vault secret with the
 // Azure SDK's DefaultAzureCredential: its token from 169.254.169.254, which iptables sends to the
 // agent, which asks the local cloud's IMDS-style endpoint of the node's scale set; Key Vault under
-// its public name through the cloud's proxy for pods. A pod without the label gets a 403.
+// its public name through the cloud's proxy for pods. A service principal's binding (type 1, its client
+// secret in a Secret) works the same way. A pod without the label gets a 403.
 func podIdentityOnTheNode(t *testing.T, env, podEnv map[string]string, ns, vaultName string) {
 	ctx := t.Context()
 	kubeconfig := env["KUBECONFIG"]
@@ -85,6 +86,34 @@ spec:
 	if got.Spec.HostNetwork || got.Status.PodIP == "" || got.Status.PodIP == got.Status.HostIP {
 		t.Errorf("the pod ran on the host's network (podIP %s, hostIP %s), not the pod network", got.Status.PodIP, got.Status.HostIP)
 	}
+
+	// A service principal (type 1) bound the same way: the agent gets its token from Entra ID
+	// with the client secret of the identity's Secret (the bootstrap principal's here: it holds
+	// Key Vault Secrets Officer on the vault).
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi-sp"}, StringData: map[string]string{"clientSecret": env["AZURE_CLIENT_SECRET"]},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, kubeconfig, `apiVersion: aadpodidentity.k8s.io/v1
+kind: AzureIdentity
+metadata: {name: pi-sp, namespace: `+ns+`}
+spec:
+  type: 1
+  tenantID: `+env["AZURE_TENANT_ID"]+`
+  clientID: `+env["AZURE_CLIENT_ID"]+`
+  clientPassword: {name: pi-sp, namespace: `+ns+`}
+---
+apiVersion: aadpodidentity.k8s.io/v1
+kind: AzureIdentityBinding
+metadata: {name: pi-sp-binding, namespace: `+ns+`}
+spec:
+  azureIdentity: pi-sp
+  selector: pi-sp
+`)
+	spApp := appPod(ns, "pi-sp-app", vaultName, "db-password", podEnv)
+	spApp.Labels = map[string]string{"aadpodidbinding": "pi-sp"}
+	secretReadLine(t, runToCompletion(t, cs, kubeconfig, spApp), "db-password", secretValue)
 
 	// The agent records the issuance on the binding (its audit Events are flushed every 5 s).
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -279,3 +279,41 @@ func selfSigned(t *testing.T, cn string) ([]byte, *x509.Certificate) {
 	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})...)
 	return out, cert
 }
+
+// servicePrincipalPod makes a service principal with a client secret, and in namespace ns a
+// type-1 AzureIdentity with its Secret, a binding and a Running pod "app" on node that it
+// selects (the assignment controller runs too); it returns the principal's client id.
+func servicePrincipalPod(t *testing.T, az *cloud.Cloud, cfg *rest.Config, node, ns string) string {
+	t.Helper()
+	ctx := t.Context()
+	s := az.Settings()
+	sp := ok(az.Entra().Directory.CreatePrincipal(ctx, entra.Principal{TenantID: s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: ns}))
+	secret, _, err := az.Entra().Directory.AddSecret(ctx, s.TenantID, sp.ClientID, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := ok(client.New(cfg, client.Options{Scheme: podidentitytest.Scheme(t)}))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: map[string]string{aadv1.PodLabel: ns}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	for _, o := range []client.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sp"}, Data: map[string][]byte{nodeagent.SecretKeyClientSecret: []byte(secret)}},
+		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sp"}, Spec: aadv1.AzureIdentitySpec{
+			Type: aadv1.ServicePrincipal, ClientID: sp.ClientID, TenantID: s.TenantID, ClientPassword: corev1.SecretReference{Name: "sp", Namespace: ns}}},
+		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sp"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "sp", Selector: ns}},
+		pod,
+	} {
+		if err := kc.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = kc.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.253.0.2"}
+	if err := kc.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	podidentitytest.StartController(t, cfg, podidentity.Options{RetryAfter: time.Second,
+		Compute: &podidentity.ARMCompute{Credential: cloudtest.OwnerCred(t, az), Options: cloudtest.ARMOptions(az)}})
+	return sp.ClientID
+}

@@ -78,6 +78,11 @@ func (s *spSource) credential(ctx context.Context, ai *aadv1.AzureIdentity) (azc
 	if ai.Spec.ClientID == "" || ai.Spec.TenantID == "" || ref.Name == "" {
 		return nil, &SPError{fmt.Sprintf("AzureIdentity %s/%s of type %d needs clientID, tenantID and clientPassword.", ai.Namespace, ai.Name, ai.Spec.Type)}
 	}
+	// Secure by default: whoever may write AzureIdentities in a namespace must not turn another
+	// namespace's Secret into tokens (upstream reads any namespace).
+	if ns != ai.Namespace {
+		return nil, &SPError{fmt.Sprintf("%s is in another namespace: an AzureIdentity's clientPassword must be a Secret of its own namespace (%s).", what, ai.Namespace)}
+	}
 	var sec corev1.Secret
 	err := s.secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec)
 	switch {

@@ -103,6 +103,7 @@ func TestServicePrincipalIdentities(t *testing.T) {
 	for _, o := range []client.Object{
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sp2"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sp-secret"}, Data: map[string][]byte{nodeagent.SecretKeyClientSecret: []byte(clientSecret)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sp-wrong"}, Data: map[string][]byte{nodeagent.SecretKeyClientSecret: []byte("not-" + clientSecret)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sp-cert"}, Data: map[string][]byte{nodeagent.SecretKeyCertificate: certPEM}},
@@ -112,6 +113,15 @@ func TestServicePrincipalIdentities(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { _ = kc.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	// sp-elsewhere's identity (and pod) live in namespace sp2 and name the Secret sp/sp-secret;
+	// sp-missing names no namespace: its own is meant.
+	secretNS := map[string]string{"sp-secret": ns, "sp-cert": ns, "sp-missing": "", "sp-wrong": ns, "sp-elsewhere": ns}
+	idNS := func(name string) string {
+		if name == "sp-elsewhere" {
+			return "sp2"
+		}
+		return ns
+	}
 	podidentitytest.StartController(t, cp.RESTConfig, podidentity.Options{RetryAfter: time.Second, Compute: &podidentity.ARMCompute{Credential: owner, Options: armOpts}})
 	for i, id := range []struct {
 		name, secret string
@@ -122,12 +132,13 @@ func TestServicePrincipalIdentities(t *testing.T) {
 		{"sp-cert", "sp-cert", aadv1.ServicePrincipalCertificate, spCert.ClientID},
 		{"sp-missing", "sp-nothere", aadv1.ServicePrincipal, spSecret.ClientID},
 		{"sp-wrong", "sp-wrong", aadv1.ServicePrincipal, spSecret.ClientID},
+		{"sp-elsewhere", "sp-secret", aadv1.ServicePrincipal, spSecret.ClientID},
 	} {
 		objs := []client.Object{
-			&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.name}, Spec: aadv1.AzureIdentitySpec{
-				Type: id.typ, ClientID: id.clientID, TenantID: s.TenantID, ClientPassword: corev1.SecretReference{Name: id.secret, Namespace: ns}}},
-			&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: id.name}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: id.name, Selector: id.name}},
-			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-" + id.name, Labels: map[string]string{aadv1.PodLabel: id.name}},
+			&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: idNS(id.name), Name: id.name}, Spec: aadv1.AzureIdentitySpec{
+				Type: id.typ, ClientID: id.clientID, TenantID: s.TenantID, ClientPassword: corev1.SecretReference{Name: id.secret, Namespace: secretNS[id.name]}}},
+			&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: idNS(id.name), Name: id.name}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: id.name, Selector: id.name}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: idNS(id.name), Name: "app-" + id.name, Labels: map[string]string{aadv1.PodLabel: id.name}},
 				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
 		}
 		for _, o := range objs {
@@ -170,9 +181,10 @@ func TestServicePrincipalIdentities(t *testing.T) {
 	base := startAgent(cp.RESTConfig)
 	hostToken := func(base, pod string) (int, map[string]any) {
 		t.Helper()
+		podNS := idNS(strings.TrimPrefix(pod, "app-"))
 		req := ok(http.NewRequestWithContext(ctx, http.MethodGet, base+"/host/token/?resource="+url.QueryEscape(vaultResource), nil))
 		req.Header.Set("podname", pod)
-		req.Header.Set("podns", ns)
+		req.Header.Set("podns", podNS)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -226,6 +238,9 @@ func TestServicePrincipalIdentities(t *testing.T) {
 	t.Run("missing Secret", func(t *testing.T) {
 		refused(t, base, "app-sp-missing", "Secret sp/sp-nothere", "AzureIdentity sp/sp-missing", "was not found")
 	})
+	t.Run("Secret of another namespace", func(t *testing.T) {
+		refused(t, base, "app-sp-elsewhere", "Secret sp/sp-secret", "AzureIdentity sp2/sp-elsewhere", "must be a Secret of its own namespace (sp2)")
+	})
 	t.Run("wrong client secret", func(t *testing.T) {
 		refused(t, base, "app-sp-wrong", "AADSTS7000215", spSecret.ClientID)
 	})
@@ -252,7 +267,7 @@ func TestServicePrincipalIdentities(t *testing.T) {
 
 	// Nothing secret in the agent's log or its Events.
 	var evs corev1.EventList
-	if err := kc.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+	if err := kc.List(ctx, &evs); err != nil {
 		t.Fatal(err)
 	}
 	all := logs.String()

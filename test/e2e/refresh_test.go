@@ -30,7 +30,9 @@ const kubeletRoot = "/run/cerulean/kubelet"
 // refreshingPod is the app as a real pod of the test-app image, labelled for the webhook, with a
 // token volume of its own (600 s; the webhook leaves a pod's own volume and mount alone and
 // injects the rest), reading the Key Vault secret every 10 s through the cloud's proxy under
-// Azure's public names, each read a new exchange of the token file as it is then.
+// Azure's public names, each read a new exchange of the token file as it is then (a new
+// credential: azidentity reuses a file's content for 10 minutes, which assumes the webhook's
+// lifetimes of an hour or more).
 type refreshingPod struct {
 	cs    kubernetes.Interface
 	pod   *corev1.Pod

@@ -10,11 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -146,4 +150,52 @@ func mutated(p corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// keyVaultSecretsOfficer is the built-in role's id: it may read and write secrets.
+const keyVaultSecretsOfficer = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
+
+// createRBACVault creates the rollout's shared vault, RBAC-authorised as a platform team has it.
+func createRBACVault(t *testing.T, sub string, cred azcore.TokenCredential, opts *arm.ClientOptions, rg, tenant string) (uri, id string) {
+	t.Helper()
+	vaults, err := armkeyvault.NewVaultsClient(sub, cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "e2e" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	poller, err := vaults.BeginCreateOrUpdate(t.Context(), rg, name, armkeyvault.VaultCreateOrUpdateParameters{
+		Location: to.Ptr("local"),
+		Properties: &armkeyvault.VaultProperties{
+			TenantID:                to.Ptr(tenant),
+			SKU:                     &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
+			EnableRbacAuthorization: to.Ptr(true),
+		},
+	}, nil)
+	if err != nil {
+		t.Fatalf("create vault: %v", err)
+	}
+	v, err := poller.PollUntilDone(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("create vault: %v", err)
+	}
+	return *v.Properties.VaultURI, *v.ID
+}
+
+// grant assigns role on scope to principalID through ARM.
+func grant(t *testing.T, sub string, cred azcore.TokenCredential, opts *arm.ClientOptions, scope, role, principalID string) {
+	t.Helper()
+	c, err := armauthorization.NewRoleAssignmentsClient(sub, cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Create(t.Context(), scope, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{
+		Properties: &armauthorization.RoleAssignmentProperties{
+			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + role),
+			PrincipalID:      to.Ptr(principalID),
+			PrincipalType:    to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
+		},
+	}, nil)
+	if err != nil {
+		t.Fatalf("assign role %s: %v", role, err)
+	}
 }

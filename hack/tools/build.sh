@@ -116,7 +116,7 @@ manifests_from=${manifests_from:-}
 manifests_to=${manifests_to:-}
 shims=$(cd "$dir" && go mod edit -json | sed -n 's/.*"Path": "\(\.\.*\/[^"]*\)".*/\1/p')
 want=$( (cat "$dir/go.mod" "$dir/go.sum"; for s in $shims; do cat "$dir/$s"/*.go; done
-	echo "$ldflags ${tags:+$tags }${pkgs[*]} $manifests_to ${manifests[*]}") | sha256sum | cut -d' ' -f1)
+	echo "$ldflags ${tags:+$tags }${pkgs[*]}${manifests_to:+ $manifests_to ${manifests[*]}}") | sha256sum | cut -d' ' -f1)
 stamp="$stamps/$group"
 up_to_date=1
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || up_to_date=0; done

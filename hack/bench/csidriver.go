@@ -157,7 +157,9 @@ func benchCSIDriver(ctx context.Context, env benchEnv) ([]row, error) {
 		return nil, fmt.Errorf("pods with the volume: %w", err)
 	}
 	gets := len(c.Requests(reqlog.Filter{Service: "keyvault", Method: http.MethodGet, Status: http.StatusOK, Principal: reader.ObjectID, Since: since}))
-	pct := func(lat []time.Duration, q int) time.Duration { return lat[len(lat)*q/100].Round(10 * time.Millisecond) }
+	pct := func(lat []time.Duration, q int) time.Duration {
+		return lat[len(lat)*q/100].Round(10 * time.Millisecond)
+	}
 	label := fmt.Sprintf("of %d created at once", csiDriverPods)
 	return []row{
 		{benchmark: "pod start without a volume, create to running, p50 " + label, result: pct(plain, 50).String(), vsBaseline: "baseline"},

@@ -117,13 +117,6 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}()
 	}
-	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings())
-	if err != nil {
-		return err
-	}
-	defer csiLog.Close()
-	defer func() { _ = csi.Close() }()
-
 	fmt.Fprintln(opts.Out, "starting the manager…")
 	mgrCtx, stopManager := context.WithCancel(ctx)
 	defer stopManager()
@@ -140,6 +133,29 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		defer func() {
 			if err := agent.Stop(); err != nil {
+				fmt.Fprintln(opts.Out, err)
+			}
+		}()
+	}
+
+	podIdentityEndpoint := ""
+	if agent != nil {
+		podIdentityEndpoint = "http://" + agent.addr
+	}
+	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings(), podIdentityEndpoint)
+	if err != nil {
+		return err
+	}
+	defer csiLog.Close()
+	defer func() { _ = csi.Close() }()
+	if node != nil {
+		fmt.Fprintln(opts.Out, "starting the Secrets Store CSI Driver…")
+		driver, err := startCSIDriver(ctx, node, dataDir)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := driver.Stop(); err != nil {
 				fmt.Fprintln(opts.Out, err)
 			}
 		}()

@@ -137,6 +137,10 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 	if err != nil {
 		return nil, err
 	}
+	if cp.ports, err = refreshNodePorts(filepath.Join(cp.DataDir, "ports.json"), cp.ports); err != nil {
+		lock.release()
+		return nil, err
+	}
 	n := &Node{Name: NodeName, IP: NodeIP, cp: cp, paths: nodePaths{dir: filepath.Join(cp.DataDir, "node")}, lock: lock}
 	n.Dir, n.ContainerdSocket = n.paths.dir, n.paths.socket()
 	defer func() {

@@ -75,6 +75,32 @@ func loadOrChoosePorts(path string, apiServerPort int) (ports, error) {
 	return p, savePorts(path, p)
 }
 
+// refreshNodePorts gives the node new loopback ports (kube-scheduler's, the kubelet's health
+// port) when another process took one of them: they were chosen with the control plane, maybe
+// long before a node that waited for the machine's lock starts, and they name nothing that must
+// stay stable (the issuer's port does). The kubelet's own port is on the node's address, which
+// only a node holding the lock uses.
+func refreshNodePorts(path string, p ports) (ports, error) {
+	taken := false
+	for _, port := range []int{p.Scheduler, p.KubeletHealthz} {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			taken = true
+			break
+		}
+		_ = l.Close()
+	}
+	if !taken {
+		return p, nil
+	}
+	free, err := freePorts(2)
+	if err != nil {
+		return p, err
+	}
+	p.Scheduler, p.KubeletHealthz = free[0], free[1]
+	return p, savePorts(path, p)
+}
+
 func savePorts(path string, p ports) error {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {

@@ -1,0 +1,37 @@
+package devenv
+
+import (
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// A node that waited for the machine's lock finds its kube-scheduler port taken by another
+// process: it gets new node ports (saved for the next start), and keeps the control plane's.
+func TestRefreshNodePortsReplacesATakenPort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ports.json")
+	p, err := loadOrChoosePorts(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := refreshNodePorts(path, p)
+	if err != nil || same != p {
+		t.Fatalf("free ports changed: %+v → %+v (%v)", p, same, err)
+	}
+	held, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Scheduler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	got, err := refreshNodePorts(path, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Scheduler == p.Scheduler || got.APIServer != p.APIServer || got.EtcdClient != p.EtcdClient {
+		t.Errorf("after the scheduler's port was taken: %+v (was %+v)", got, p)
+	}
+	if saved, err := loadOrChoosePorts(path, 0); err != nil || saved != got {
+		t.Errorf("saved %+v (%v), want %+v", saved, err, got)
+	}
+}

@@ -78,6 +78,9 @@ type Options struct {
 	// Webhooks, when set, serves the admission webhooks (workload identity) with certificates of
 	// the manager's own; their tenant and authority host default to Azure's. Nil serves none.
 	Webhooks *webhooks.Options
+	// GlobalCredential, when set, is the manager's own credential instead of the one in Azure
+	// (workload identity: USE_WORKLOAD_IDENTITY_AUTH, read by FromEnv).
+	GlobalCredential *credentials.Source
 	// PodIdentity is the pod-identity assignment controller's mode: "standard" (default;
 	// identities are put on nodes' VMs and scale sets through ARM), "managed" (no ARM writes)
 	// or "off".
@@ -197,7 +200,8 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("configure Key Vault clients: %w", err)
 	}
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
-		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity}); err != nil {
+		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
+		GlobalCredential: opts.GlobalCredential}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -225,13 +229,18 @@ type SetupOptions struct {
 	TokenSource func(context.Context) (string, error)
 	// PodIdentity is the assignment controller's mode (Options.PodIdentity).
 	PodIdentity string
+	// GlobalCredential replaces the global credential of Azure (Options.GlobalCredential).
+	GlobalCredential *credentials.Source
 }
 
 // Setup adds a reconciler of every kind to mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
-	settings, err := credentials.SettingsFromConfig(opts.Azure)
-	if err != nil {
-		return fmt.Errorf("configure credentials: %w", err)
+	settings := credentials.Settings{Azure: opts.Azure, Global: opts.GlobalCredential}
+	if opts.GlobalCredential == nil {
+		var err error
+		if settings, err = credentials.SettingsFromConfig(opts.Azure); err != nil {
+			return fmt.Errorf("configure credentials: %w", err)
+		}
 	}
 	settings.TokenSource = opts.TokenSource
 	creds := credentials.NewResolver(mgr.GetClient(), settings)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/helmchart"
@@ -46,7 +47,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(cp.RESTConfig)
+	rc := rest.CopyConfig(cp.RESTConfig)
+	rc.QPS, rc.Burst = 50, 100 // the leftover check lists every kind at once
+	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +92,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	mapper := restMapper(t, cs)
+	names := map[string]bool{} // the release's objects, by name
 	for _, o := range objs {
+		names[o.GetName()] = true
 		r := mapper(o.GroupVersionKind())
 		var err error
 		if o.GetNamespace() != "" {
@@ -140,9 +145,12 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("uninstall: %v\n%s", err, out)
 	}
 	var left []string
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		left = leftovers(ctx, t, dyn, mapper)
-		return len(left) == 0, nil
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l := leftovers(ctx, dyn, mapper, names)
+		if ctx.Err() == nil { // a pass cut short by the deadline says nothing
+			left = l
+		}
+		return len(l) == 0, nil
 	})
 	if err != nil {
 		t.Errorf("after uninstall, left: %s", strings.Join(left, ", "))
@@ -289,9 +297,10 @@ func mutated(t *testing.T, cs kubernetes.Interface, name string) {
 	}
 }
 
-// leftovers lists what the release left: any object carrying its instance label in the kinds
-// the chart makes (and their children), and the manager's fixed-name objects.
-func leftovers(ctx context.Context, t *testing.T, dyn dynamic.Interface, mapper func(schema.GroupVersionKind) schema.GroupVersionResource) []string {
+// leftovers lists what the release left: any object carrying its instance label or named as one
+// of the release's objects, in the kinds the chart makes (and their children), and the manager's
+// fixed-name objects.
+func leftovers(ctx context.Context, dyn dynamic.Interface, mapper func(schema.GroupVersionKind) schema.GroupVersionResource, names map[string]bool) []string {
 	var left []string
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "Pod"}, {Version: "v1", Kind: "Service"}, {Version: "v1", Kind: "ServiceAccount"},
@@ -311,9 +320,8 @@ func leftovers(ctx context.Context, t *testing.T, dyn dynamic.Interface, mapper 
 			continue
 		}
 		for _, o := range list.Items {
-			ours := o.GetLabels()["app.kubernetes.io/instance"] == release ||
-				slices.Contains([]string{workloadidentity.ConfigurationName, podidentity.ConfigurationName, "cerulean-webhook-ca", "cerulean-manager.cerulean.dev"}, o.GetName()) ||
-				strings.HasPrefix(o.GetName(), release+"-") && o.GetNamespace() != "kube-system"
+			ours := o.GetLabels()["app.kubernetes.io/instance"] == release || names[o.GetName()] ||
+				slices.Contains([]string{workloadidentity.ConfigurationName, podidentity.ConfigurationName, "cerulean-webhook-ca", "cerulean-manager.cerulean.dev"}, o.GetName())
 			if ours {
 				left = append(left, gvk.Kind+" "+o.GetNamespace()+"/"+o.GetName())
 			}

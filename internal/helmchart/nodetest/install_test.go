@@ -7,13 +7,18 @@ package nodetest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/secrets-store-csi-driver/provider/v1alpha1"
 
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/helmchart"
@@ -62,13 +68,14 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodeAgentPort := strconv.Itoa(freePort(t))
 	values := []string{
 		"image.pullPolicy=Never", // imported into the node; nothing can be pulled here
 		"nodeAgent.enabled=true", "csiProvider.enabled=true",
 		// The node agent shares the machine's network: a port free here. The image has no
 		// iptables binary, so the agent installs no DNAT rules (its chain is tested in
 		// internal/nodeagent).
-		fmt.Sprintf("nodeAgent.port=%d", freePort(t)), "nodeAgent.podInterfaces=null",
+		"nodeAgent.port=" + nodeAgentPort, "nodeAgent.podInterfaces=null",
 		// The provider's socket in a directory of the node's, not the machine's.
 		"csiProvider.providersDir=" + filepath.Join(node.Dir, "csi-providers"),
 		"manager.podIdentity=managed", // no ARM writes: this cluster has no cloud
@@ -110,6 +117,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	// Ready from the local image: the manager's two replicas and both DaemonSets.
 	waitReady(t, cs, 2)
 	webhookCA := injectedCA(t, cs)
+	serving(t, filepath.Join(node.Dir, "csi-providers", "azure.sock"), net.JoinHostPort(node.IP, nodeAgentPort))
 
 	// The in-cluster webhook, reached through its Service, mutates a labelled pod.
 	mutated(t, cs, "before-upgrade")
@@ -167,6 +175,37 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	if kept < 11 {
 		t.Errorf("%d of Cerulean's CRDs remain after uninstall; Helm keeps all 11", kept)
+	}
+}
+
+// serving checks that the DaemonSets' pods serve: the CSI provider answers the driver's Version
+// call on its socket in the providers directory, and the node agent answers on the node's
+// address as aad-pod-identity's NMI does (its host route refuses a request naming no pod).
+func serving(t *testing.T, socket, agent string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	v, err := v1alpha1.NewCSIDriverProviderClient(conn).Version(ctx, &v1alpha1.VersionRequest{Version: "v1alpha1"})
+	if err != nil || v.RuntimeName != "cerulean-csi-provider" {
+		t.Errorf("the CSI provider's Version on %s: %+v, %v", socket, v, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+agent+"/host/token/?resource=https://vault.azure.net", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		t.Fatalf("the node agent on %s: %v", agent, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "podname and podns") {
+		t.Errorf("the node agent answered /host/token/ without podname and podns with %s %s, want 400 asking for them", resp.Status, body)
 	}
 }
 

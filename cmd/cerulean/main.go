@@ -36,6 +36,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newManagerCommand(), newCSIProviderCommand(), newNodeAgentCommand(), newDoctorCommand())
+	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newManagerCommand(), newCSIProviderCommand(), newNodeAgentCommand(), newDoctorCommand(), newRolloutCommand())
 	return root
 }

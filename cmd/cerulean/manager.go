@@ -64,7 +64,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect one active replica through a Lease")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's)")
 	f.StringVar(&opts.PodIdentity, "pod-identity", "standard", "pod identity's assignment controller: standard (assign identities to nodes through ARM), managed (identities already assigned; no ARM writes) or off")
-	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "how often a running ARM operation is polled (default 10s)")
+	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "the longest wait between polls of a running ARM operation; ARM's Retry-After makes it shorter (default 10s)")
 	f.StringVar(&exportVault, "export-key-vault", "", "Key Vault URL for secret exports (default: CERULEAN_EXPORT_KEY_VAULT; none: Kubernetes Secrets)")
 	f.BoolVar(&verbose, "v", false, "log at debug level")
 	f.IntVar(&hookPort, "webhook-port", 0, "serve the admission webhooks (workload identity) on this port; 0 serves none")

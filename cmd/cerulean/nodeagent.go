@@ -29,7 +29,8 @@ func newNodeAgentCommand() *cobra.Command {
 	f.StringVar(&opts.Chain, "iptables-chain", nodeagent.DefaultChain, "the agent's own chain in the nat table")
 	f.StringVar(&opts.IMDSEndpoint, "imds-endpoint", "http://169.254.169.254", "the node's managed-identity endpoint (the local cloud's URL for a local node)")
 	f.StringVar(&opts.IdentityHeaderFile, "identity-header-file", "", "file with the local cloud's identity header of the node's VM or scale set")
-	f.StringVar(&opts.CAFile, "ca-file", "", "CA bundle of the managed-identity endpoint (local cloud)")
+	f.StringVar(&opts.CAFile, "ca-file", "", "CA bundle of the managed-identity endpoint and of Entra ID (local cloud)")
+	f.StringVar(&opts.AuthorityHost, "authority-host", os.Getenv("AZURE_AUTHORITY_HOST"), "Entra ID for service-principal identities (types 1, 2; $AZURE_AUTHORITY_HOST; empty: Azure's public cloud)")
 	f.DurationVar(&opts.AssignWait, "assign-wait", 0, "how long a request waits for its identity to be assigned (default 20s)")
 	return cmd
 }

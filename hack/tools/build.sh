@@ -3,6 +3,7 @@
 # Usage: hack/tools/build.sh <group>
 set -euo pipefail
 tags=""
+manifests=()
 
 group=${1:?usage: build.sh <group>}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -72,12 +73,27 @@ golangci-lint)
 azure-workload-identity)
 	# Only for `make bench`: the upstream webhook the benchmark compares with. The checksum
 	# database does not know this module (go.sum still pins its hash), and monis.app/mlog, which
-	# the proxy refuses, is replaced by the shim in ./mlog.
+	# the proxy refuses, is replaced by the shim in ../mlog.
 	export GONOSUMDB=github.com/Azure/azure-workload-identity
 	ver=$(version_of github.com/Azure/azure-workload-identity)
 	ldflags=""
 	tools=(azure-wi-webhook)
 	pkgs=(github.com/Azure/azure-workload-identity/cmd/webhook)
+	note="first run only, about 2 minutes"
+	;;
+secrets-store-csi-driver)
+	# The upstream Secrets Store CSI Driver, which the local node runs beside the kubelet.
+	# monis.app/mlog, which the proxy refuses, is replaced by the shim in ../mlog. Its released
+	# manifests (CRDs, CSIDriver, RBAC) are copied beside it, used as they are.
+	ver=$(version_of sigs.k8s.io/secrets-store-csi-driver)
+	ldflags="-X sigs.k8s.io/secrets-store-csi-driver/pkg/version.BuildVersion=$ver"
+	tools=(secrets-store-csi-driver)
+	pkgs=(sigs.k8s.io/secrets-store-csi-driver/cmd/secrets-store-csi-driver)
+	manifests_from="sigs.k8s.io/secrets-store-csi-driver/deploy"
+	manifests_to="secrets-store-csi-driver-manifests"
+	manifests=(csidriver.yaml secrets-store.csi.x-k8s.io_secretproviderclasses.yaml
+		secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml rbac-secretproviderclass.yaml
+		rbac-secretprovidertokenrequest.yaml rbac-secretproviderrotation.yaml)
 	note="first run only, about 2 minutes"
 	;;
 aso)
@@ -94,11 +110,17 @@ aso)
 	;;
 esac
 
-# The stamp covers the pins, the flags and the packages: any change rebuilds, nothing else does.
-want=$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$ldflags ${tags:+$tags }${pkgs[*]}") | sha256sum | cut -d' ' -f1)
+# The stamp covers the pins, the flags, the packages, the copied manifests and the shim a group
+# replaces a module with: any change rebuilds, nothing else does.
+manifests_from=${manifests_from:-}
+manifests_to=${manifests_to:-}
+shims=$(cd "$dir" && go mod edit -json | sed -n 's/.*"Path": "\(\.\.*\/[^"]*\)".*/\1/p')
+want=$( (cat "$dir/go.mod" "$dir/go.sum"; for s in $shims; do cat "$dir/$s"/*.go; done
+	echo "$ldflags ${tags:+$tags }${pkgs[*]}${manifests_to:+ $manifests_to ${manifests[*]}}") | sha256sum | cut -d' ' -f1)
 stamp="$stamps/$group"
 up_to_date=1
 for t in "${tools[@]}"; do [ -x "$bin/$t" ] || up_to_date=0; done
+for m in "${manifests[@]}"; do [ -f "$bin/$manifests_to/$m" ] || up_to_date=0; done
 if [ "$up_to_date" = 1 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	exit 0
 fi
@@ -109,5 +131,10 @@ for i in "${!tools[@]}"; do
 	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$bin/${tools[$i]}.tmp" "${pkgs[$i]}")
 	mv "$bin/${tools[$i]}.tmp" "$bin/${tools[$i]}"
 done
+if [ "${#manifests[@]}" -gt 0 ]; then
+	src="$(cd "$dir" && go list -m -f '{{.Dir}}' "$(dirname "$manifests_from")")/$(basename "$manifests_from")"
+	mkdir -p "$bin/$manifests_to"
+	for m in "${manifests[@]}"; do install -m 0644 "$src/$m" "$bin/$manifests_to/$m"; done
+fi
 echo "$want" >"$stamp"
 echo "built ${tools[*]} $ver in $(($(date +%s) - start))s" >&2

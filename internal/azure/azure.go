@@ -194,3 +194,18 @@ func (c Config) SecretsOptions() (*azsecrets.ClientOptions, error) {
 	}
 	return &azsecrets.ClientOptions{ClientOptions: opts, DisableChallengeResourceVerification: !c.IsPublic()}, nil
 }
+
+// LocalIdentityPath is where the local cloud serves the managed-identity data plane (Azure's
+// "Managed Identity Data Plane API"): its x-ms-identity-url is the cloud's address followed by
+// this path.
+const LocalIdentityPath = "/_cerulean/identity/credentials"
+
+// IdentityURL is the managed-identity data plane's URL for this cloud: the local cloud's (from
+// its ARM endpoint), or "" for Azure, where ARM hands a resource provider the URL of each of its
+// resources (the x-ms-identity-url header) and nothing can be derived.
+func (c Config) IdentityURL() string {
+	if c.IsPublic() || c.ResourceManagerEndpoint == "" {
+		return ""
+	}
+	return strings.TrimSuffix(c.ResourceManagerEndpoint, "/") + LocalIdentityPath
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/faults"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/keyvault"
+	"github.com/cerulean/cerulean/internal/cloud/midataplane"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 )
@@ -64,7 +65,7 @@ func serviceOf(r *http.Request) string {
 		return ""
 	case arm.Handles(p), p == "/metadata/endpoints": // the cloud-metadata document is ARM's
 		return faults.ServiceARM
-	case p == msi.AppServicePath || p == msi.IMDSPath:
+	case p == msi.AppServicePath || p == msi.IMDSPath || p == midataplane.Path:
 		return faults.ServiceMSI
 	default:
 		return faults.ServiceEntra

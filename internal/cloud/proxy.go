@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,6 +75,20 @@ func (c *Cloud) routePublic(ctx context.Context, host string) (http.Handler, err
 		return nil, fmt.Errorf("no vault named %s: %w", name, proxy.ErrNotServed)
 	}
 	return h, err
+}
+
+// ServeProxyOn serves the forward proxy on addr as well (`up`: the node's address, which pods
+// reach and loopback is not) and returns its URL there, the HTTPS_PROXY of a pod.
+func (c *Cloud) ServeProxyOn(addr string) (string, error) {
+	if c.proxy == nil {
+		return "", errors.New("serve the proxy on another address: the cloud runs without a proxy")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("serve the proxy on %s: %w", addr, err)
+	}
+	c.proxy.ServeAlso(ln)
+	return "http://" + ln.Addr().String(), nil
 }
 
 // Proxy is the forward proxy, nil when the cloud runs without one.

@@ -328,3 +328,31 @@ func TestProxyPortTaken(t *testing.T) {
 	}
 	_ = c.Close()
 }
+
+// TestProxyServedOnASecondAddress: the proxy served on another address (as `up` serves it on
+// the node's address for pods) answers Azure's public names there too, with the cloud's CA; a
+// taken address is named in the error.
+func TestProxyServedOnASecondAddress(t *testing.T) {
+	e := startProxied(t)
+	second, err := e.c.ServeProxyOn("127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == e.c.Settings().ProxyURL || !strings.HasPrefix(second, "http://127.0.0.2:") {
+		t.Fatalf("second proxy URL %q (first %q)", second, e.c.Settings().ProxyURL)
+	}
+	proxyURL, _ := url.Parse(second)
+	tr := e.c.Transport()
+	tr.Proxy = http.ProxyURL(proxyURL)
+	res, err := (&http.Client{Transport: tr}).Get("https://login.microsoftonline.com/" + e.c.Settings().TenantID + "/v2.0/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatalf("discovery through the second address: %v", err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("discovery through the second address: %s", res.Status)
+	}
+	if _, err := e.c.ServeProxyOn(proxyURL.Host); err == nil || !strings.Contains(err.Error(), proxyURL.Host) {
+		t.Errorf("serving on a taken address: %v, want an error naming %s", err, proxyURL.Host)
+	}
+}

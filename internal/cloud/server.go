@@ -113,6 +113,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	// The admin API moves every service's clock forward at once (POST /clock/advance).
+	skew, baseClock := &admin.Skew{}, opts.Clock
+	opts.Clock = func() time.Time { return baseClock().Add(time.Duration(skew.Load())) }
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -212,7 +215,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		Entra: c.entra, TenantID: boot.TenantID, OwnerObjectID: boot.ObjectID, Audience: ResourceManagerAudience,
 		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,
 		Faults: c.faults, Requests: c.requests, CA: c.pki.CA, AuthorityHost: c.settings.AuthorityHost,
+		Skew: skew,
 	}).Register(mux)
+	c.registerIdentityDataPlane(mux, opts)
 	mux.Handle("/", c.entra.NotFound())
 	c.handler = httpx.CompleteBody(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux))))
 	c.srv = &http.Server{

@@ -57,7 +57,7 @@ func apiServerArgs(cp *ControlPlane, p ports, pki pkiFiles) []string {
 		"--service-account-jwks-uri=" + cp.IssuerURL + "/openid/v1/jwks",
 		"--service-account-key-file=" + pki.saVerifyingKey(),
 		"--service-account-signing-key-file=" + pki.saSigningKey(),
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		// Webhooks and aggregated APIs behind a Service are called at their endpoints (pod IPs,
 		// which this machine reaches over the node's bridge), not at the ClusterIP: there is no
 		// kube-proxy. kube-apiserver uses one service resolver for both.

@@ -20,6 +20,8 @@ const (
 	NodeName = "cerulean-node-0"
 	// ClusterCIDR is the pod network; kube-controller-manager gives the node the first /24.
 	ClusterCIDR = "10.244.0.0/16"
+	// ServiceCIDR is the cluster's service address range.
+	ServiceCIDR = "10.0.0.0/24"
 	// NodePodCIDR is the node's pod subnet.
 	NodePodCIDR = "10.244.0.0/24"
 	// NodeIP is the bridge's address: the node's InternalIP and every pod's gateway.

@@ -290,8 +290,8 @@ func teardown(r *hostRecord) error {
 }
 
 // killNodeProcesses kills every container (each is in the kubelet's kubepods cgroups), the
-// containerd shims of this node's socket, and containerd and the kubelet if they outlived their
-// parent; then waits, bounded, for them to be gone.
+// containerd shims of this node's socket, and containerd, the kubelet and the Secrets Store CSI
+// Driver if they outlived their parent; then waits, bounded, for them to be gone.
 func killNodeProcesses(r *hostRecord) {
 	for range 3 {
 		pids := nodeProcesses(r, true)
@@ -346,7 +346,7 @@ func nodeProcesses(r *hostRecord, pods bool) []int {
 		name := filepath.Base(argv[0])
 		ours := bytes.Contains(b, []byte(r.NodeDir+"/")) || r.KubeletDir != "" && bytes.Contains(b, []byte(r.KubeletDir))
 		switch name {
-		case "containerd-shim-runc-v2", "containerd", "kubelet":
+		case "containerd-shim-runc-v2", "containerd", "kubelet", SecretsStoreDriverBinary:
 		default:
 			ours = false
 		}

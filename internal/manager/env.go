@@ -16,7 +16,8 @@ import (
 const DefaultSyncPeriod = time.Hour
 
 // FromEnv fills the settings Azure Service Operator reads from its environment: the global
-// credential and cloud (AZURE_*), AZURE_SYNC_PERIOD and AZURE_TARGET_NAMESPACES.
+// credential and cloud (AZURE_*), AZURE_SYNC_PERIOD and AZURE_TARGET_NAMESPACES, and Cerulean's
+// CERULEAN_EXPORT_KEY_VAULT and CERULEAN_IDENTITY_URL.
 func FromEnv(opts *Options, getenv func(string) string) error {
 	opts.Azure = azure.ConfigFromEnv(getenv)
 	if opts.Azure.CAFile == "" {
@@ -32,6 +33,7 @@ func FromEnv(opts *Options, getenv func(string) string) error {
 	}
 	opts.TargetNamespaces = ParseNamespaces(getenv("AZURE_TARGET_NAMESPACES"))
 	opts.ExportKeyVault = getenv("CERULEAN_EXPORT_KEY_VAULT")
+	opts.IdentityURL = getenv("CERULEAN_IDENTITY_URL")
 	// Workload identity for the manager's own credential (the Helm chart's default): the
 	// client id's token is exchanged for the projected token in AZURE_FEDERATED_TOKEN_FILE.
 	if wi := getenv(credentials.KeyUseWorkloadIdentity); wi != "" && wi != "false" && wi != "0" {
@@ -50,6 +52,11 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+		}
+		// client-go's own default (5 requests a second) would pace every reconcile; this is what
+		// controller-runtime's config.GetConfig sets for the other ways to find the cluster.
+		if c.QPS == 0 {
+			c.QPS, c.Burst = 20, 30
 		}
 		return c, nil
 	}

@@ -131,13 +131,20 @@ func startManager(t *testing.T, c *cloud.Cloud, syncPeriod time.Duration, namesp
 // startManagerAs runs the manager with cfg as its global credential.
 func startManagerAs(t *testing.T, cfg azure.Config, syncPeriod time.Duration, namespaces ...string) (stop func()) {
 	t.Helper()
+	return startManagerWith(t, cfg, syncPeriod, 100*time.Millisecond, namespaces...)
+}
+
+// startManagerWith runs the manager with cfg as its global credential and the given longest
+// wait between polls of a running operation.
+func startManagerWith(t *testing.T, cfg azure.Config, syncPeriod, pollInterval time.Duration, namespaces ...string) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	logs := &cloudtest.SyncBuffer{}
 	go func() {
 		done <- manager.Run(ctx, manager.Options{
 			REST: devenvtest.ControlPlane(t).RESTConfig, Azure: cfg,
-			SyncPeriod: syncPeriod, PollInterval: 100 * time.Millisecond, TargetNamespaces: namespaces,
+			SyncPeriod: syncPeriod, PollInterval: pollInterval, TargetNamespaces: namespaces,
 			MetricsAddr: "0", HealthAddr: "0", SkipNameValidation: true,
 			Logger: logr.FromSlogHandler(cloudtest.DebugLogger(logs).Handler()),
 		})

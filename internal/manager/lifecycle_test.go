@@ -152,6 +152,28 @@ func TestRestartDuringSlowCreateSendsOnePut(t *testing.T) {
 	}
 }
 
+// A running operation is polled again when ARM's Retry-After asks, not only each poll interval:
+// with the longest wait set to an hour, an identity whose creation the cloud runs as a
+// three-poll operation (Retry-After 20ms) still becomes Ready, and the cloud saw its polls.
+func TestRunningOperationPolledAtARMsRetryAfter(t *testing.T) {
+	c := kube(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	if err := az.Faults().Set(faults.Config{Rules: []faults.Rule{{
+		Method: "PUT", ResourceType: "Microsoft.ManagedIdentity/userAssignedIdentities", LRO: &faults.LRO{Polls: 3},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, c)
+	startManagerWith(t, azureConfig(az), time.Hour, time.Hour, ns)
+	id := obj(msiAPI, "UserAssignedIdentity", "polled-identity", map[string]any{"location": "westus2", "owner": map[string]any{"name": "polled-rg"}})
+	create(t, c, ns, resourceGroup("polled-rg", nil), id)
+	waitReady(t, c, id, time.Minute)
+	polls := az.RequestLog().Count(reqlog.Filter{Service: "arm", Method: "GET", PathPrefix: "/subscriptions/" + az.Settings().SubscriptionID + "/providers/Microsoft.Resources/operationStatuses/"})
+	if polls == 0 {
+		t.Error("no poll of the operation reached the cloud; the test proves nothing")
+	}
+}
+
 // With throttling and injected faults (429s, 500s, slow and failing operations) everything
 // converges.
 func TestConvergesUnderFaults(t *testing.T) {

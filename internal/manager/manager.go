@@ -26,10 +26,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	secretsstorev1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
 	aadpodidentityv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 	authorizationv1api20220401 "github.com/cerulean/cerulean/api/authorization/v1api20220401"
 	authorizationv20220401 "github.com/cerulean/cerulean/api/authorization/v20220401"
+	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	containerservicev1api20240901 "github.com/cerulean/cerulean/api/containerservice/v1api20240901"
 	containerservicev20240901 "github.com/cerulean/cerulean/api/containerservice/v20240901"
 	keyvaultv1api20230701 "github.com/cerulean/cerulean/api/keyvault/v1api20230701"
@@ -39,6 +41,7 @@ import (
 	storagev20230101 "github.com/cerulean/cerulean/api/storage/v20230101"
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/controller/armresource"
+	"github.com/cerulean/cerulean/internal/controller/controlplaneidentities"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/exports"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
@@ -53,7 +56,8 @@ type Options struct {
 	Azure azure.Config
 	// SyncPeriod is how often a Ready resource is read back from ARM (AZURE_SYNC_PERIOD; default 1h).
 	SyncPeriod time.Duration
-	// PollInterval is how often a running ARM operation is polled (default 10s).
+	// PollInterval is the longest wait between polls of a running ARM operation (default
+	// 10s); ARM's Retry-After makes it shorter.
 	PollInterval time.Duration
 	// TargetNamespaces limits the watched namespaces (AZURE_TARGET_NAMESPACES); empty means all.
 	TargetNamespaces []string
@@ -81,6 +85,15 @@ type Options struct {
 	// GlobalCredential, when set, is the manager's own credential instead of the one in Azure
 	// (workload identity: USE_WORKLOAD_IDENTITY_AUTH, read by FromEnv).
 	GlobalCredential *credentials.Source
+	// IdentityURL is the managed-identity data plane's URL (CERULEAN_IDENTITY_URL), where
+	// ControlPlaneIdentities get their identities' credentials; default: the local cloud's,
+	// derived from its ARM endpoint.
+	IdentityURL string
+	// Clock decides credential renewals (default time.Now).
+	Clock func() time.Time
+	// ControlPlaneResync bounds the time between two looks at a ControlPlaneIdentities
+	// (default 5m).
+	ControlPlaneResync time.Duration
 	// PodIdentity is the pod-identity assignment controller's mode: "standard" (default;
 	// identities are put on nodes' VMs and scale sets through ARM), "managed" (no ARM writes)
 	// or "off".
@@ -99,7 +112,7 @@ func Scheme() (*runtime.Scheme, error) {
 		authorizationv1api20220401.AddToScheme, authorizationv20220401.AddToScheme,
 		storagev1api20230101.AddToScheme, storagev20230101.AddToScheme,
 		containerservicev1api20240901.AddToScheme, containerservicev20240901.AddToScheme,
-		aadpodidentityv1.AddToScheme,
+		aadpodidentityv1.AddToScheme, ceruleanv1alpha1.AddToScheme, secretsstorev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -201,6 +214,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
+		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
 		GlobalCredential: opts.GlobalCredential}); err != nil {
 		return err
 	}
@@ -231,6 +245,11 @@ type SetupOptions struct {
 	PodIdentity string
 	// GlobalCredential replaces the global credential of Azure (Options.GlobalCredential).
 	GlobalCredential *credentials.Source
+	// IdentityURL, Clock and ControlPlaneResync configure the ControlPlaneIdentities controller
+	// (Options).
+	IdentityURL        string
+	Clock              func() time.Time
+	ControlPlaneResync time.Duration
 }
 
 // Setup adds a reconciler of every kind to mgr.
@@ -257,7 +276,30 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)
 		}
 	}
+	if err := setupControlPlaneIdentities(ctx, mgr, opts, creds); err != nil {
+		return err
+	}
 	return setupPodIdentity(ctx, mgr, opts, creds)
+}
+
+// setupControlPlaneIdentities adds the ControlPlaneIdentities controller: ARM reads, the
+// managed-identity data plane and Key Vault, with the object's credential.
+func setupControlPlaneIdentities(ctx context.Context, mgr ctrl.Manager, opts SetupOptions, creds *credentials.Resolver) error {
+	identityURL := opts.IdentityURL
+	if identityURL == "" {
+		identityURL = opts.Azure.IdentityURL()
+	}
+	audience := opts.Azure.ResourceManagerAudience
+	if audience == "" {
+		audience = "https://management.core.windows.net/"
+	}
+	sdk := &controlplaneidentities.SDK{ARM: opts.ARM, KeyVault: opts.KeyVault, IdentityURL: identityURL,
+		Scope: strings.TrimSuffix(audience, "/") + "/.default"}
+	if err := controlplaneidentities.Setup(ctx, mgr, controlplaneidentities.Options{Azure: sdk, Credentials: creds,
+		Recorder: mgr.GetEventRecorder("cerulean-manager"), Clock: opts.Clock, Resync: opts.ControlPlaneResync}); err != nil {
+		return fmt.Errorf("set up ControlPlaneIdentities controller: %w", err)
+	}
+	return nil
 }
 
 // setupPodIdentity adds the pod-identity assignment controller in the mode asked for. Its ARM

@@ -15,6 +15,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/manager"
 )
 
 func freeAddr(t *testing.T) string {
@@ -95,4 +96,17 @@ func TestManagerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, c, rg, time.Minute)
+}
+
+// A manager given --kubeconfig talks to kube-apiserver at controller-runtime's pace (20
+// requests a second, bursts of 30), not client-go's bare default of 5, which made every
+// reconcile wait for its turn (601 objects took 7 minutes to be Ready; 100 pairs: 2m20s → 36s).
+func TestRESTConfigFromAKubeconfigIsNotThrottledToFive(t *testing.T) {
+	c, err := manager.RESTConfig(devenvtest.ControlPlane(t).Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QPS != 20 || c.Burst != 30 {
+		t.Errorf("QPS %v, burst %d; want 20 and 30", c.QPS, c.Burst)
+	}
 }

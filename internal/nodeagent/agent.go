@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +45,11 @@ type Options struct {
 	Chain string
 	// Tokens gets tokens from the node's managed-identity endpoint.
 	Tokens Source
+	// Entra configures the client-credentials requests of service-principal AzureIdentities
+	// (types 1 and 2): Cloud.ActiveDirectoryAuthorityHost (empty: Azure's public cloud; an
+	// identity's adEndpoint wins) and the Transport (trusting the authority's CA). The agent
+	// reads those identities' clientPassword Secrets: it needs get on them.
+	Entra azcore.ClientOptions
 	// IMDS is the node's instance-metadata endpoint that requests outside the token path, and
 	// exception pods' requests, are proxied to.
 	IMDS *url.URL
@@ -152,7 +158,8 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	a := &Agent{o: o, log: o.Logger, cache: c, reader: c, tokens: NewCache(o.Tokens, o.Clock),
+	src := sources{msi: o.Tokens, sp: &spSource{secrets: writer, opts: o.Entra, now: o.Clock}}
+	a := &Agent{o: o, log: o.Logger, cache: c, reader: c, tokens: NewCache(src, o.Clock),
 		audit: newAuditor(writer, o.NodeName, o.Clock), ln: ln, local: isLocalAddress}
 	if len(o.PodInterfaces) > 0 {
 		a.rules = newRules(o.IPTables, o.Chain, o.PodInterfaces, o.NodeIP, ln.Addr().(*net.TCPAddr).Port)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -27,7 +28,8 @@ type CommandOptions struct {
 	Chain              string
 	IMDSEndpoint       string // the node's managed-identity endpoint (IMDS, or the local cloud's)
 	IdentityHeaderFile string // file holding the local cloud's identity header of the node's VM/VMSS
-	CAFile             string // CA of the endpoint (local cloud)
+	CAFile             string // CA of the endpoint and of Entra ID (local cloud)
+	AuthorityHost      string // Entra ID for service-principal identities; empty: Azure's public cloud
 	AssignWait         time.Duration
 	Logger             *slog.Logger
 }
@@ -60,6 +62,11 @@ func RunCommand(ctx context.Context, c CommandOptions) error {
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	// Entra ID is reached like any Azure endpoint: through the environment's proxy, if any.
+	entraTransport := transport.Clone()
+	entraTransport.Proxy = http.ProxyFromEnvironment
+	entra := azcore.ClientOptions{Transport: &http.Client{Transport: entraTransport}}
+	entra.Cloud.ActiveDirectoryAuthorityHost = c.AuthorityHost
 	header := ""
 	if c.IdentityHeaderFile != "" {
 		b, err := os.ReadFile(c.IdentityHeaderFile)
@@ -77,7 +84,7 @@ func RunCommand(ctx context.Context, c CommandOptions) error {
 	a, err := New(Options{
 		NodeName: c.NodeName, Config: cfg, Listen: c.Listen, NodeIP: nodeIP, PodInterfaces: c.PodInterfaces, Chain: c.Chain,
 		Tokens: &IMDSSource{Endpoint: c.IMDSEndpoint, Header: header, Client: &http.Client{Transport: transport, Timeout: 30 * time.Second}},
-		IMDS:   endpoint, IMDSHeader: header, IMDSTransport: transport, AssignWait: c.AssignWait, Logger: c.Logger,
+		IMDS:   endpoint, IMDSHeader: header, IMDSTransport: transport, AssignWait: c.AssignWait, Logger: c.Logger, Entra: entra,
 	})
 	if err != nil {
 		return err

@@ -39,7 +39,8 @@ func TestNodeAgentCommand(t *testing.T) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	args := []string{"node-agent", "--node-name", "cmd-node", "--kubeconfig", cp.Kubeconfig, "--listen", addr,
-		"--imds-endpoint", c.Settings().URL, "--ca-file", c.Settings().CAFile, "--identity-header-file", headerFile}
+		"--imds-endpoint", c.Settings().URL, "--ca-file", c.Settings().CAFile, "--identity-header-file", headerFile,
+		"--authority-host", c.Settings().AuthorityHost}
 	chain := ""
 	if os.Geteuid() == 0 && exec.Command("iptables", "-w", "5", "-t", "nat", "-S").Run() == nil {
 		chain = "CERULEAN-NMI-C" + tag()
@@ -63,6 +64,10 @@ func TestNodeAgentCommand(t *testing.T) {
 		if chain != "" {
 			if left := leftovers("\x00", chain); len(left) > 0 {
 				t.Errorf("left behind: %v", left)
+				// A killed agent (a failed test) leaves its chain: the machine is left as found.
+				_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-D", "PREROUTING", "-m", "comment", "--comment", "cerulean node agent", "-j", chain).Run()
+				_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-F", chain).Run()
+				_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-X", chain).Run()
 			}
 		}
 	})
@@ -105,6 +110,22 @@ func TestNodeAgentCommand(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden || body["error"] != "forbidden" || body["error_description"] == "" {
 		t.Fatalf("host caller: %d %v", resp.StatusCode, body)
+	}
+	// --authority-host and --ca-file reach the service-principal credentials: a pod bound to a
+	// type-1 identity gets its token from the cloud's Entra ID.
+	clientID := servicePrincipalPod(t, c, cp.RESTConfig, "cmd-node", "cmd-sp")
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/host/token/?resource=https%3A%2F%2Fvault.azure.net", nil)
+	req.Header.Set("podname", "app")
+	req.Header.Set("podns", "cmd-sp")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hostBody map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&hostBody)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || hostBody["clientid"] != clientID {
+		t.Fatalf("service principal's token through the command: %d %v", resp.StatusCode, hostBody)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

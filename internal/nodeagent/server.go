@@ -278,11 +278,16 @@ func (a *Agent) issue(ctx context.Context, pod *corev1.Pod, q query) (imdsToken,
 		return imdsToken{}, "", ref
 	}
 	id := Identity{ClientID: m.Identity.Spec.ClientID, ResourceID: m.Identity.Spec.ResourceID}
+	if m.Identity.Spec.Type != aadv1.UserAssignedMSI {
+		id = Identity{ClientID: m.Identity.Spec.ClientID, sp: m.Identity}
+	}
 	t, _, err := a.tokens.Token(ctx, id, q.resource)
 	if err != nil {
 		ref := &refusal{http.StatusInternalServerError, "internal_error", "The node's managed-identity endpoint could not be reached."}
 		if ue, ok := errors.AsType[*UpstreamError](err); ok {
 			ref = &refusal{ue.Status, ue.Code, ue.Description}
+		} else if se, ok := errors.AsType[*SPError](err); ok {
+			ref = &refusal{http.StatusForbidden, "invalid_identity", se.Message}
 		} else {
 			a.log.ErrorContext(ctx, "Getting a token failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 )
 
 // Token is an access token as the node's managed-identity endpoint issued it.
@@ -26,13 +28,19 @@ type Token struct {
 	NotBefore   time.Time
 }
 
-// Identity selects one of the node's identities: by client id, else by resource id.
+// Identity selects one of the node's identities: by client id, else by resource id; or a
+// service principal (an AzureIdentity of type 1 or 2), whose token comes from Entra ID.
 type Identity struct {
 	ClientID   string
 	ResourceID string
+	sp         *aadv1.AzureIdentity
 }
 
 func (i Identity) key() string {
+	if i.sp != nil {
+		// A changed AzureIdentity (another Secret, tenant or client) is another entry.
+		return "s:" + string(i.sp.UID) + "@" + i.sp.ResourceVersion
+	}
 	if i.ClientID != "" {
 		return "c:" + strings.ToLower(i.ClientID)
 	}

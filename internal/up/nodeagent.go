@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/devenv"
@@ -74,6 +77,7 @@ func startNodeAgent(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Clou
 		NodeIP: nodeIP, PodInterfaces: []string{devenv.Bridge},
 		Tokens: &nodeagent.IMDSSource{Endpoint: s.URL, Header: header, Client: &http.Client{Transport: transport, Timeout: 30 * time.Second}},
 		IMDS:   endpoint, IMDSHeader: header, IMDSTransport: transport,
+		Entra:  azcore.ClientOptions{Cloud: azcloud.Configuration{ActiveDirectoryAuthorityHost: s.AuthorityHost}, Transport: &http.Client{Transport: az.Transport()}},
 		Logger: slog.New(slog.NewJSONHandler(logFile, nil)),
 	})
 	if err != nil {

@@ -46,6 +46,10 @@ const EnvFileName = "env"
 // proxy, its CA, the bootstrap principal), as `cerulean cloud env --proxy` prints it.
 const ProxyEnvFileName = "proxy.env"
 
+// PodEnvFileName holds, with the local node, what a pod needs to reach the cloud under Azure's
+// public names: the proxy on the node's address (pods do not reach loopback) and the CA to mount.
+const PodEnvFileName = "pod.env"
+
 // Run starts everything, writes DIR/env, and runs until ctx ends or a component fails.
 func Run(ctx context.Context, opts Options) error {
 	dataDir, err := filepath.Abs(opts.DataDir)
@@ -55,8 +59,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 	}
-	envPath, proxyEnvPath := filepath.Join(dataDir, EnvFileName), filepath.Join(dataDir, ProxyEnvFileName)
-	for _, p := range []string{envPath, proxyEnvPath} {
+	envPath, proxyEnvPath, podEnvPath := filepath.Join(dataDir, EnvFileName), filepath.Join(dataDir, ProxyEnvFileName), filepath.Join(dataDir, PodEnvFileName)
+	for _, p := range []string{envPath, proxyEnvPath, podEnvPath} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 		}
@@ -70,6 +74,7 @@ func Run(ctx context.Context, opts Options) error {
 		// The env files must not outlive what they describe.
 		_ = os.Remove(envPath)
 		_ = os.Remove(proxyEnvPath)
+		_ = os.Remove(podEnvPath)
 		fmt.Fprintln(opts.Out, "stopping…")
 		cp.Stop()
 	}()
@@ -112,13 +117,6 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}()
 	}
-	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings())
-	if err != nil {
-		return err
-	}
-	defer csiLog.Close()
-	defer func() { _ = csi.Close() }()
-
 	fmt.Fprintln(opts.Out, "starting the manager…")
 	mgrCtx, stopManager := context.WithCancel(ctx)
 	defer stopManager()
@@ -140,6 +138,35 @@ func Run(ctx context.Context, opts Options) error {
 		}()
 	}
 
+	podIdentityEndpoint := ""
+	if agent != nil {
+		podIdentityEndpoint = "http://" + agent.addr
+	}
+	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings(), podIdentityEndpoint)
+	if err != nil {
+		return err
+	}
+	defer csiLog.Close()
+	defer func() { _ = csi.Close() }()
+	if node != nil {
+		fmt.Fprintln(opts.Out, "starting the Secrets Store CSI Driver…")
+		driver, err := startCSIDriver(ctx, node, dataDir)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := driver.Stop(); err != nil {
+				fmt.Fprintln(opts.Out, err)
+			}
+		}()
+	}
+
+	podProxyURL := ""
+	if node != nil && az.Proxy() != nil {
+		if podProxyURL, err = servePodProxy(az, node, podEnvPath); err != nil {
+			return err
+		}
+	}
 	if az.Proxy() != nil {
 		proxyEnv := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.ProxyEnv()...)
 		if err := fsutil.WriteFileAtomic(proxyEnvPath, []byte(cloud.FormatEnv(proxyEnv)), 0o600); err != nil {
@@ -152,7 +179,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
-	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, node, agent)
+	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, podProxyURL, node, agent)
 
 	exited, which := cp.Exited()
 	var nodeExited, agentExited <-chan struct{}
@@ -178,11 +205,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 }
 
-func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath string, node *devenv.Node, agent *nodeAgent) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath, podProxyURL string, node *devenv.Node, agent *nodeAgent) {
 	proxyLine := ""
 	if az.ProxyURL != "" {
 		proxyLine = fmt.Sprintf("  proxy               %s  (Azure's public names; source %s)\n",
 			az.ProxyURL, filepath.Join(filepath.Dir(envPath), ProxyEnvFileName))
+	}
+	if podProxyURL != "" {
+		proxyLine += fmt.Sprintf("  proxy for pods      %s  (see %s)\n", podProxyURL, filepath.Join(filepath.Dir(envPath), PodEnvFileName))
 	}
 	nodeLine := "none (--no-node)"
 	agentLine := "not running (no node)"

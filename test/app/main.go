@@ -4,7 +4,10 @@
 //
 // Environment: VAULT_URL and SECRET_NAME; the credential reads the standard AZURE_* variables
 // (a client secret, or workload identity's AZURE_FEDERATED_TOKEN_FILE), AZURE_AUTHORITY_HOST and
-// SSL_CERT_FILE for a cloud other than Azure's public one.
+// SSL_CERT_FILE for a cloud other than Azure's public one. With READ_EVERY (a duration) it reads
+// again every so often until SIGTERM, each time with a new credential (so each read exchanges
+// the token file as it is then), and prints each outcome, with the token file's expiry (its
+// exp claim, never the token) as `token-exp N`; a failed read is printed and the loop goes on.
 //
 // The image has no shell, so the same binary also serves the node's tests as a tool:
 //
@@ -31,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +52,8 @@ func main() {
 	var err error
 	if len(os.Args) > 1 {
 		err = tool(ctx, os.Args[1], os.Args[2:], os.Stdout)
+	} else if every := os.Getenv("READ_EVERY"); every != "" {
+		err = loop(ctx, every, os.Getenv, os.Stdout)
 	} else {
 		err = run(ctx, os.Getenv, os.Stdout)
 	}
@@ -94,6 +100,54 @@ func run(ctx context.Context, getenv func(string) string, out io.Writer) error {
 	sum := sha256.Sum256([]byte(*resp.Value))
 	fmt.Fprintf(out, "read secret %s version %s sha256 %s\n", name, path.Base(string(*resp.ID)), hex.EncodeToString(sum[:]))
 	return nil
+}
+
+// loop reads the secret every period until ctx ends.
+func loop(ctx context.Context, period string, getenv func(string) string, out io.Writer) error {
+	every, err := time.ParseDuration(period)
+	if err != nil || every <= 0 {
+		return fmt.Errorf("READ_EVERY %q is not a positive duration", period)
+	}
+	for {
+		exp := ""
+		if f := getenv("AZURE_FEDERATED_TOKEN_FILE"); f != "" {
+			exp = " token-exp " + tokenExp(f)
+		}
+		var line strings.Builder
+		if err := run(ctx, getenv, &line); err != nil {
+			fmt.Fprintf(out, "read failed%s: %v\n", exp, err)
+		} else {
+			fmt.Fprintf(out, "%s%s\n", strings.TrimSuffix(line.String(), "\n"), exp)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// tokenExp is the exp claim of the JWT in file, or "unknown".
+func tokenExp(file string) string {
+	b, err := os.ReadFile(file) //nolint:gosec // the path the pod's environment names
+	if err != nil {
+		return "unknown"
+	}
+	parts := strings.Split(strings.TrimSpace(string(b)), ".")
+	if len(parts) != 3 {
+		return "unknown"
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "unknown"
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == 0 {
+		return "unknown"
+	}
+	return strconv.FormatInt(claims.Exp, 10)
 }
 
 func tool(ctx context.Context, name string, args []string, out io.Writer) error {

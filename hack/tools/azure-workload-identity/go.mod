@@ -81,4 +81,4 @@ require (
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
 
-replace monis.app/mlog => ./mlog
+replace monis.app/mlog => ../mlog

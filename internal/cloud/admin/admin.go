@@ -39,6 +39,7 @@ type Options struct {
 	Requests      *reqlog.Log      // the request log under /requests; nil = no such routes
 	CA            *pki.CA          // signs managed identities' credentials; nil = no such route
 	AuthorityHost string           // Entra ID's address, the credentials' authentication_endpoint
+	Skew          *Skew            // the clock's offset, moved by /clock/advance; nil = no such routes
 }
 
 // API is the admin API.
@@ -88,6 +89,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.Handle("PUT "+Prefix+"/principals/{clientId}/federatedIdentityCredentials/{name}", h(a.putFIC))
 	a.registerFaults(mux, h)
 	a.registerCredentials(mux, h)
+	a.registerClock(mux, h)
 }
 
 func (a *API) authorized(next httpx.Handler) httpx.Handler {

@@ -130,6 +130,12 @@ func Start(opts Options) (*Proxy, error) {
 	return p, nil
 }
 
+// ServeAlso accepts CONNECT requests on ln too, until Close (which closes ln): the same
+// proxy on a second address, such as a node's address that pods reach.
+func (p *Proxy) ServeAlso(ln net.Listener) {
+	go func() { _ = p.front.Serve(ln) }() // returns ErrServerClosed at Close
+}
+
 // ListenAddr is the address the proxy listens on.
 func (p *Proxy) ListenAddr() net.Addr { return p.ln.Addr() }
 

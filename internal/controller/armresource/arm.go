@@ -56,34 +56,16 @@ func (c *armClient) request(ctx context.Context, method, path, apiVersion string
 
 // get reads a resource; a missing one is an *azcore.ResponseError with status 404.
 func (c *armClient) get(ctx context.Context, id, apiVersion string) (map[string]any, error) {
-	resp, err := c.request(ctx, http.MethodGet, id, apiVersion, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !runtime.HasStatusCode(resp, http.StatusOK) {
-		return nil, runtime.NewResponseError(resp)
-	}
 	var out map[string]any
-	if err := runtime.UnmarshalAsJSON(resp, &out); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", id, err)
-	}
-	return out, nil
+	err := c.callJSON(ctx, http.MethodGet, id, apiVersion, nil, &out)
+	return out, err
 }
 
 // post calls an action (listKeys) and returns its JSON.
 func (c *armClient) post(ctx context.Context, path, apiVersion string) (map[string]any, error) {
-	resp, err := c.request(ctx, http.MethodPost, path, apiVersion, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !runtime.HasStatusCode(resp, http.StatusOK) {
-		return nil, runtime.NewResponseError(resp)
-	}
 	var out map[string]any
-	if err := runtime.UnmarshalAsJSON(resp, &out); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
-	}
-	return out, nil
+	err := c.callJSON(ctx, http.MethodPost, path, apiVersion, nil, &out)
+	return out, err
 }
 
 // list reads a collection with an optional $filter.
@@ -92,32 +74,40 @@ func (c *armClient) list(ctx context.Context, path, apiVersion, filter string) (
 	if filter != "" {
 		q.Set("$filter", filter)
 	}
-	resp, err := c.request(ctx, http.MethodGet, path, apiVersion, q, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !runtime.HasStatusCode(resp, http.StatusOK) {
-		return nil, runtime.NewResponseError(resp)
-	}
 	var out struct {
 		Value []map[string]any `json:"value"`
 	}
-	if err := runtime.UnmarshalAsJSON(resp, &out); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
-	}
-	return out.Value, nil
+	err := c.callJSON(ctx, http.MethodGet, path, apiVersion, q, &out)
+	return out.Value, err
 }
 
-// beginPut sends the PUT and returns its operation (done already for a synchronous answer).
-func (c *armClient) beginPut(ctx context.Context, id, apiVersion string, body map[string]any) (*Poller, error) {
+// callJSON sends a request without a body that ARM answers with 200 and JSON, decoded into out.
+func (c *armClient) callJSON(ctx context.Context, method, path, apiVersion string, query url.Values, out any) error {
+	resp, err := c.request(ctx, method, path, apiVersion, query, nil)
+	if err != nil {
+		return err
+	}
+	if !runtime.HasStatusCode(resp, http.StatusOK) {
+		return runtime.NewResponseError(resp)
+	}
+	if err := runtime.UnmarshalAsJSON(resp, out); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
+
+// beginPut sends the PUT and returns its operation (done already for a synchronous answer) and
+// the wait ARM advertised before the first poll.
+func (c *armClient) beginPut(ctx context.Context, id, apiVersion string, body map[string]any) (*Poller, time.Duration, error) {
 	resp, err := c.request(ctx, http.MethodPut, id, apiVersion, nil, body)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !runtime.HasStatusCode(resp, http.StatusOK, http.StatusCreated, http.StatusAccepted) {
-		return nil, runtime.NewResponseError(resp)
+		return nil, 0, runtime.NewResponseError(resp)
 	}
-	return runtime.NewPoller[json.RawMessage](resp, c.pl, nil)
+	p, err := runtime.NewPoller[json.RawMessage](resp, c.pl, nil)
+	return p, advertisedWait(resp), err
 }
 
 // beginDelete sends the DELETE; a resource already gone is a 404 ResponseError.
@@ -148,20 +138,23 @@ func (c *armClient) resume(token string) (*Poller, error) {
 // errGone is a DELETE of a resource that no longer exists.
 var errGone = errors.New("resource already gone")
 
-// step polls an operation once; done reports whether it has ended (err is its failure).
-func step(ctx context.Context, p *Poller) (done bool, err error) {
+// step polls an operation once; done reports whether it has ended (err is its failure), wait
+// how long ARM asked to wait before the next poll while it runs.
+func step(ctx context.Context, p *Poller) (done bool, wait time.Duration, err error) {
 	if !p.Done() {
-		if _, err := p.Poll(ctx); err != nil {
-			return false, fmt.Errorf("poll operation: %w", err)
+		resp, err := p.Poll(ctx)
+		if err != nil {
+			return false, 0, fmt.Errorf("poll operation: %w", err)
 		}
+		wait = advertisedWait(resp)
 	}
 	if !p.Done() {
-		return false, nil
+		return false, wait, nil
 	}
 	if _, err := p.Result(ctx); err != nil {
-		return true, err
+		return true, 0, err
 	}
-	return true, nil
+	return true, 0, nil
 }
 
 // statusCode is the HTTP status of an ARM error, 0 for another error.
@@ -179,11 +172,24 @@ func isNotFound(err error) bool { return statusCode(err) == http.StatusNotFound 
 // retryAfter is the Retry-After an ARM error advertised (seconds), 0 for none.
 func retryAfter(err error) time.Duration {
 	var re *azcore.ResponseError
-	if !errors.As(err, &re) || re.RawResponse == nil {
+	if !errors.As(err, &re) {
 		return 0
 	}
-	s := re.RawResponse.Header.Get("Retry-After")
-	if n, perr := strconv.Atoi(strings.TrimSpace(s)); perr == nil && n > 0 {
+	return advertisedWait(re.RawResponse)
+}
+
+// advertisedWait is how long a response asks the client to wait before it asks again
+// (retry-after-ms, x-ms-retry-after-ms or Retry-After in seconds, as the SDK reads them); 0 for none.
+func advertisedWait(resp *http.Response) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	for _, h := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get(h))); err == nil && n > 0 {
+			return time.Duration(n) * time.Millisecond
+		}
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && n > 0 {
 		return time.Duration(n) * time.Second
 	}
 	return 0

@@ -1,6 +1,8 @@
 package armresource
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -55,9 +57,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unst
 	if token := ann[AnnotationPollerToken]; token != "" && ann[AnnotationPollerID] == pollerDelete {
 		poller, err := reader.resume(token)
 		if err == nil {
-			done, perr := step(ctx, poller)
+			done, wait, perr := step(ctx, poller)
 			if !done {
-				return r.deleting(ctx, obj)
+				return r.deleting(ctx, obj, wait)
 			}
 			if perr != nil {
 				_ = r.patchMeta(ctx, obj, func(o *unstructured.Unstructured) {
@@ -95,7 +97,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unst
 		}); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.deleting(ctx, obj)
+		return r.deleting(ctx, obj, 0)
 	}
 	if _, err := poller.Result(ctx); err != nil {
 		return r.deleteFailed(ctx, obj, fmt.Errorf("delete %s: %w", id, err))
@@ -114,9 +116,9 @@ func (r *Reconciler) release(ctx context.Context, obj *unstructured.Unstructured
 	return ctrl.Result{}, nil
 }
 
-// deleting shows the running DELETE.
-func (r *Reconciler) deleting(ctx context.Context, obj *unstructured.Unstructured) (ctrl.Result, error) {
-	o := Outcome{Status: metav1.ConditionFalse, Severity: shared.SeverityInfo, Reason: shared.ReasonDeleting, Message: "The resource is being deleted in Azure", Requeue: r.opts.PollInterval}
+// deleting shows the running DELETE; it is polled again after wait (ARM's Retry-After, if any).
+func (r *Reconciler) deleting(ctx context.Context, obj *unstructured.Unstructured, wait time.Duration) (ctrl.Result, error) {
+	o := Outcome{Status: metav1.ConditionFalse, Severity: shared.SeverityInfo, Reason: shared.ReasonDeleting, Message: "The resource is being deleted in Azure", Requeue: r.pollAfter(wait)}
 	orig, _, _ := unstructured.NestedMap(obj.Object, "status")
 	if err := r.writeStatus(ctx, obj, orig, nil, false, o); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

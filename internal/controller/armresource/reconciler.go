@@ -85,7 +85,8 @@ type Options struct {
 	Recorder events.EventRecorder
 	// SyncPeriod is how often a Ready resource is read back from ARM (default 1h).
 	SyncPeriod time.Duration
-	// PollInterval is how often a running operation is polled (default 10s).
+	// PollInterval is the longest wait between polls of a running operation (default 10s);
+	// ARM's Retry-After makes it shorter.
 	PollInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -165,15 +166,27 @@ func (p *pass) run(ctx context.Context) Outcome {
 	}
 	var inProgress *progressError
 	if errors.As(err, &inProgress) {
-		return Outcome{Status: metav1.ConditionFalse, Severity: shared.SeverityInfo, Reason: shared.ReasonReconciling, Message: inProgress.msg, Requeue: r.opts.PollInterval}
+		return Outcome{Status: metav1.ConditionFalse, Severity: shared.SeverityInfo, Reason: shared.ReasonReconciling, Message: inProgress.msg, Requeue: r.pollAfter(inProgress.wait)}
 	}
 	o := classify(err, r.opts.SyncPeriod, r.backoff(p.obj.GetUID()))
 	log.FromContext(ctx).V(1).Info("Reconcile did not finish", "reason", o.Reason, "error", err.Error())
 	return o
 }
 
-// progressError is an operation still running: not a failure.
-type progressError struct{ msg string }
+// progressError is an operation still running: not a failure. wait is ARM's Retry-After.
+type progressError struct {
+	msg  string
+	wait time.Duration
+}
+
+// pollAfter is when a running operation is polled again: when ARM's Retry-After asks, as the
+// SDK's pollers and Azure Service Operator do, but never later than PollInterval.
+func (r *Reconciler) pollAfter(advertised time.Duration) time.Duration {
+	if advertised > 0 && advertised < r.opts.PollInterval {
+		return advertised
+	}
+	return r.opts.PollInterval
+}
 
 func (e *progressError) Error() string { return e.msg }
 
@@ -284,7 +297,7 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 	if err != nil {
 		return nil, err
 	}
-	poller, err := writer.beginPut(ctx, p.id, p.r.opts.Kind.APIVersion, body)
+	poller, wait, err := writer.beginPut(ctx, p.id, p.r.opts.Kind.APIVersion, body)
 	if err != nil {
 		return nil, fmt.Errorf("create or update %s: %w", p.id, err)
 	}
@@ -298,7 +311,7 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 		}); err != nil {
 			return nil, err
 		}
-		return nil, &progressError{msg: "The resource is being created or updated in Azure"}
+		return nil, &progressError{msg: "The resource is being created or updated in Azure", wait: wait}
 	}
 	raw, err := poller.Result(ctx)
 	if err != nil {
@@ -326,12 +339,12 @@ func (r *Reconciler) resume(ctx context.Context, obj *unstructured.Unstructured,
 		})
 		return nil, true, err
 	}
-	done, err := step(ctx, poller)
+	done, wait, err := step(ctx, poller)
 	if !done {
 		if err != nil {
 			return nil, false, err
 		}
-		return nil, false, &progressError{msg: "The resource is being created or updated in Azure"}
+		return nil, false, &progressError{msg: "The resource is being created or updated in Azure", wait: wait}
 	}
 	var res map[string]any
 	if err == nil {

@@ -28,12 +28,13 @@ const ClusterType = "Microsoft.ContainerService/managedClusters"
 const clusterAction = "Microsoft.ContainerService/managedClusters/"
 
 // Versions are the accepted api-versions: armcontainerservice/v6 sends 2025-02-01,
-// @azure/arm-containerservice 25.5 2026-06-01, Azure Service Operator 2024-09-01, and the other
-// stable versions current SDKs and the CLI send.
+// @azure/arm-containerservice 25.5 2026-06-01, azure-mgmt-containerservice 41.6.0b2
+// 2026-05-02-preview, Azure Service Operator 2024-09-01, and the other stable versions current
+// SDKs and the CLI send.
 var Versions = []string{
 	"2023-08-01", "2024-01-01", "2024-02-01", "2024-05-01", "2024-07-01", "2024-08-01", "2024-09-01",
 	"2024-10-01", "2025-01-01", "2025-02-01", "2025-03-01", "2025-04-01", "2025-05-01", "2025-07-01",
-	"2026-06-01",
+	"2026-05-02-preview", "2026-06-01",
 }
 
 // AKS: 1-63 characters, letters, digits, '-' and '_', starting and ending with a letter or digit.

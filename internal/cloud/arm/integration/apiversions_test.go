@@ -21,7 +21,9 @@ import (
 // reqQP.Set("api-version", ...) lines), JavaScript from the npm package's dist (`npm pack`,
 // then its apiVersion defaults), Python from the published azure-sdk-for-python sources
 // (CHANGELOG "is now the default", _metadata.json apiVersion, the newest vYYYY_MM_DD folder of a
-// multi-api package).
+// multi-api package, the api_version defaults of a single-api package's operations). Where the
+// newest stable Python release's sources could not be read here (azure-mgmt-authorization 4.0.0,
+// azure-mgmt-containerservice 41.5.0), the row is the newest release that could: a beta.
 type sdkDefault struct {
 	sdk, pkg, version string
 }
@@ -54,9 +56,15 @@ var providerDefaults = []struct {
 		{"Python", "azure-mgmt-keyvault@14.0.1 (_metadata.json)", "2025-05-01"},
 		{".NET", "Azure.ResourceManager.KeyVault@1.5.0 (release notes)", "2026-05-15"},
 	}},
-	{"authorization", []string{authorization.AssignmentType, authorization.DefinitionType}, []sdkDefault{
+	{"authorization (role assignments)", []string{authorization.AssignmentType}, []sdkDefault{
 		{"Go", "armauthorization/v2@v2.2.0", "2022-04-01"},
 		{"JavaScript", "@azure/arm-authorization@9.0.0", "2022-04-01"},
+		{"Python", "azure-mgmt-authorization@5.0.0b2 (operations' api_version defaults)", "2022-04-01"},
+	}},
+	{"authorization (role definitions)", []string{authorization.DefinitionType}, []sdkDefault{
+		{"Go", "armauthorization/v2@v2.2.0", "2022-04-01"},
+		{"JavaScript", "@azure/arm-authorization@9.0.0", "2022-04-01"},
+		{"Python", "azure-mgmt-authorization@5.0.0b2 (operations' api_version defaults)", "2022-05-01-preview"},
 	}},
 	{"compute", []string{compute.VirtualMachineType, compute.ScaleSetType}, []sdkDefault{
 		{"Go", "armcompute/v8@v8.3.0", "2026-04-01"},
@@ -66,6 +74,7 @@ var providerDefaults = []struct {
 	{"containerservice", []string{containerservice.ClusterType}, []sdkDefault{
 		{"Go", "armcontainerservice/v6@v6.6.0", "2025-02-01"},
 		{"JavaScript", "@azure/arm-containerservice@25.5.0", "2026-06-01"},
+		{"Python", "azure-mgmt-containerservice@41.6.0b2 (_metadata.json)", "2026-05-02-preview"},
 	}},
 	{"storage", []string{storage.AccountType}, []sdkDefault{
 		{"Go", "armstorage/v2@v2.0.0", "2025-01-01"},

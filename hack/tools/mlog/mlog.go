@@ -1,6 +1,8 @@
-// Package mlog is a logging shim with the names of monis.app/mlog that the upstream webhook
-// uses. The Go module proxy refuses monis.app/mlog at every version; the webhook itself is built
-// unmodified against this shim, which logs through log/slog.
+// Package mlog is a logging shim with the names of monis.app/mlog that the upstream peers built
+// in hack/tools use: the Azure Workload Identity webhook (v0.0.4's API) and the Secrets Store CSI
+// Driver (v0.0.2's: the text format and ValidateAndSetKlogLevelAndFormatGlobally). The Go module
+// proxy refuses monis.app/mlog at every version; the peers themselves are built unmodified against
+// this shim, which logs through log/slog and leaves klog's own output as it is.
 package mlog
 
 import (
@@ -10,6 +12,7 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 )
 
 // LogLevel is a verbosity.
@@ -30,6 +33,7 @@ type LogFormat string
 // Formats.
 const (
 	FormatCLI  LogFormat = "cli"
+	FormatText LogFormat = "text"
 	FormatJSON LogFormat = "json"
 )
 
@@ -67,6 +71,20 @@ func ValidateAndSetLogLevelAndFormatGlobally(_ context.Context, spec LogSpec) er
 	return nil
 }
 
+// ValidateAndSetKlogLevelAndFormatGlobally checks the format (v0.0.2's API). klog keeps its
+// level from its own -v flag and its text output; the shim's own records follow the level.
+func ValidateAndSetKlogLevelAndFormatGlobally(_ context.Context, l klog.Level, format LogFormat) error {
+	switch format {
+	case FormatText, FormatCLI, FormatJSON:
+	default:
+		return fmt.Errorf("invalid log format %q", format)
+	}
+	if l >= 4 {
+		level.Set(slog.LevelDebug)
+	}
+	return nil
+}
+
 // Setup returns the flush function (nothing to flush).
 func Setup() func() { return func() {} }
 
@@ -74,7 +92,30 @@ func Setup() func() { return func() {} }
 func Enabled(l LogLevel) bool { return toSlog(l) >= level.Level() }
 
 // Logr is the logger for controller-runtime.
-func Logr() logr.Logger { return logr.FromSlogHandler(root.Handler()) }
+func Logr() logr.Logger { return logr.New(sink{l: root}) }
+
+// sink is a logr.LogSink over slog, written out because the CSI driver pins a logr older than
+// logr.FromSlogHandler. logr's V(n) is slog's Info-n.
+type sink struct {
+	l    *slog.Logger
+	name string
+}
+
+func (s sink) Init(logr.RuntimeInfo) {}
+func (s sink) Enabled(v int) bool {
+	return s.l.Enabled(context.Background(), slog.LevelInfo-slog.Level(v))
+}
+func (s sink) Info(v int, msg string, kv ...any) {
+	s.l.Log(context.Background(), slog.LevelInfo-slog.Level(v), msg, kv...)
+}
+func (s sink) Error(err error, msg string, kv ...any) { s.l.Error(msg, append(kv, "err", err)...) }
+func (s sink) WithValues(kv ...any) logr.LogSink      { return sink{l: s.l.With(kv...), name: s.name} }
+func (s sink) WithName(name string) logr.LogSink {
+	if s.name != "" {
+		name = s.name + "." + name
+	}
+	return sink{l: s.l.With("logger", name), name: name}
+}
 
 // Logger is a structured logger.
 type Logger struct{ l *slog.Logger }

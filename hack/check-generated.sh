@@ -2,7 +2,7 @@
 # Fails when `make generate` would change any file: generated files must be committed current.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fingerprint() { { find api config -type f 2>/dev/null || true; } | LC_ALL=C sort | xargs -r sha256sum; }
+fingerprint() { { find api config charts/cerulean/crds charts/cerulean/files -type f 2>/dev/null || true; } | LC_ALL=C sort | xargs -r sha256sum; }
 before=$(fingerprint)
 hack/generate.sh
 after=$(fingerprint)

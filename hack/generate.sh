@@ -28,8 +28,22 @@ alias_version containerservice v1api20240901
 
 if compgen -G "api/*/*/*.go" >/dev/null; then
 	"$CONTROLLER_GEN" object paths=./api/...
-	rm -rf config/crd/bases config/rbac/role.yaml
-	"$CONTROLLER_GEN" crd:crdVersions=v1 rbac:roleName=cerulean-manager webhook paths=./api/... paths=./internal/... paths=./cmd/... output:crd:dir=config/crd/bases output:rbac:dir=config/rbac output:webhook:dir=config/webhook
+	rm -rf config/crd/bases config/rbac
+	"$CONTROLLER_GEN" crd:crdVersions=v1 webhook paths=./api/... paths=./internal/... paths=./cmd/... output:crd:dir=config/crd/bases output:webhook:dir=config/webhook
+	# One role per component, each from its own packages' markers: the node agent's must not
+	# widen the manager's. Every package outside internal/nodeagent belongs to the manager.
+	manager_paths=$(find internal cmd -name '*.go' -not -path 'internal/nodeagent/*' -exec dirname {} \; | sort -u | sed 's|^|paths=./|')
+	# shellcheck disable=SC2086 # one argument per package
+	"$CONTROLLER_GEN" rbac:roleName=cerulean-manager $manager_paths output:rbac:dir=config/rbac
+	"$CONTROLLER_GEN" rbac:roleName=cerulean-node-agent paths=./internal/nodeagent/... output:rbac:dir=config/rbac/node-agent
 fi
+
+# The Helm chart carries copies of the generated CRDs (Helm installs crds/ first and never
+# deletes them) and roles (its templates read them from files/: no hand-written RBAC to drift).
+chart=charts/cerulean
+rm -rf "$chart/crds" "$chart/files/rbac" && mkdir -p "$chart/crds" "$chart/files/rbac"
+cp config/crd/bases/*.yaml "$chart/crds/"
+cp config/rbac/role.yaml "$chart/files/rbac/manager.yaml"
+cp config/rbac/node-agent/role.yaml "$chart/files/rbac/node-agent.yaml"
 gofmt -w api
 go generate ./...

@@ -64,7 +64,7 @@ func (p pkiFiles) ensure(now time.Time) error {
 		{p.servingCert(), p.servingKey(), x509.Certificate{
 			Subject:     pkix.Name{CommonName: "cerulean-local-control-plane"},
 			DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1)},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(APIServerServiceIP)},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		}},
 		{p.adminCert(), p.adminKey(), x509.Certificate{

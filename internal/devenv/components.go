@@ -58,6 +58,10 @@ func apiServerArgs(cp *ControlPlane, p ports, pki pkiFiles) []string {
 		"--service-account-key-file=" + pki.saVerifyingKey(),
 		"--service-account-signing-key-file=" + pki.saSigningKey(),
 		"--service-cluster-ip-range=" + ServiceCIDR,
+		// Webhooks and aggregated APIs behind a Service are called at their endpoints (pod IPs,
+		// which this machine reaches over the node's bridge), not at the ClusterIP: there is no
+		// kube-proxy. kube-apiserver uses one service resolver for both.
+		"--enable-aggregator-routing=true",
 		"--authorization-mode=Node,RBAC",
 		// How kube-apiserver calls the node's kubelet (logs, exec, port-forward): by the node's
 		// InternalIP (its host name would go through this machine's resolver), verifying the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -55,6 +56,7 @@ type Node struct {
 	children []*child
 	lock     *hostLock
 	record   *hostRecord
+	relay    *relay // pods' path to kube-apiserver (node_apiserver.go)
 }
 
 // ErrNeedsRoot reports that the node cannot run without root.
@@ -188,7 +190,10 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 	if err := writeNodeConfig(n.paths, cp.ports, cp.pki, opts.ProviderID, runc); err != nil {
 		return nil, err
 	}
-	if err := setupNetwork(cp.ports.Kubelet); err != nil {
+	if err := setupNetwork(cp.ports.Kubelet, cp.ports.APIServer); err != nil {
+		return nil, err
+	}
+	if n.relay, err = startRelay(net.JoinHostPort(NodeIP, strconv.Itoa(cp.ports.APIServer)), net.JoinHostPort("127.0.0.1", strconv.Itoa(cp.ports.APIServer))); err != nil {
 		return nil, err
 	}
 
@@ -236,10 +241,13 @@ func (n *Node) Stop() error {
 		n.children[i].stop(15 * time.Second)
 	}
 	n.children = nil
-	var err error
+	err := n.relay.stop()
+	n.relay = nil
 	if n.record != nil {
-		if err = teardown(n.record); err == nil {
-			err = removeHostRecord()
+		if terr := teardown(n.record); terr != nil {
+			err = errors.Join(err, terr)
+		} else if rerr := removeHostRecord(); rerr != nil {
+			err = errors.Join(err, rerr)
 		}
 	}
 	n.lock.release()

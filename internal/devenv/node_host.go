@@ -226,7 +226,7 @@ func checkSubnetFree() error {
 
 // setupNetwork creates the bridge with the node's address and the iptables rules that keep pod
 // traffic on this machine and away from the kubelet's port.
-func setupNetwork(kubeletPort int) error {
+func setupNetwork(kubeletPort, relayPort int) error {
 	if _, err := run("ip", "link", "add", Bridge, "type", "bridge"); err != nil {
 		return fmt.Errorf("create bridge: %w", err)
 	}
@@ -250,6 +250,11 @@ func setupNetwork(kubeletPort int) error {
 	}
 	for _, r := range rules {
 		if _, err := run("iptables", append([]string{"-w", "5"}, r...)...); err != nil {
+			return fmt.Errorf("add iptables rule: %w", err)
+		}
+	}
+	for _, r := range natRules(relayPort) {
+		if _, err := run("iptables", append([]string{"-w", "5", "-t", "nat"}, r...)...); err != nil {
 			return fmt.Errorf("add iptables rule: %w", err)
 		}
 	}
@@ -527,6 +532,21 @@ func removeNetwork() error {
 			}
 		}
 	}
+	for _, jump := range natJumps {
+		for range 10 {
+			if _, err := run("iptables", append([]string{"-w", "5", "-t", "nat", "-D"}, jump...)...); err != nil {
+				break
+			}
+		}
+	}
+	if _, err := run("iptables", "-w", "5", "-t", "nat", "-S", natChain); err == nil {
+		if _, err := run("iptables", "-w", "5", "-t", "nat", "-F", natChain); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := run("iptables", "-w", "5", "-t", "nat", "-X", natChain); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -615,6 +635,9 @@ func NodeLeftovers(dataDir string) []string {
 		if _, err := run("iptables", "-w", "5", "-S", chain); err == nil {
 			left = append(left, "iptables chain "+chain)
 		}
+	}
+	if _, err := run("iptables", "-w", "5", "-t", "nat", "-S", natChain); err == nil {
+		left = append(left, "iptables nat chain "+natChain)
 	}
 	for _, d := range kubepodsDirs() {
 		left = append(left, "cgroup "+d)

@@ -447,3 +447,25 @@ func TestCheckNodeHostSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("empty bin dir: %v, want an error naming kubelet and `make node`", err)
 	}
 }
+
+// In-cluster clients reach kube-apiserver as in any cluster, at the kubernetes Service's
+// ClusterIP, verifying its certificate with the service account's CA: from the pod network and
+// from the host's (host-network pods such as the node agent).
+func TestPodsReachKubeAPIServerThroughItsService(t *testing.T) {
+	t.Parallel()
+	devenvtest.Node(t)
+	cp := devenvtest.ControlPlane(t)
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig)
+	for _, hostNetwork := range []bool{false, true} {
+		name := "apiserver-" + map[bool]string{false: "pod", true: "host"}[hostNetwork]
+		pod := testPod(name, "get", "https://"+devenv.APIServerServiceIP+"/version")
+		pod.Spec.HostNetwork = hostNetwork
+		pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SSL_CERT_FILE", Value: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}}
+		createPod(t, cs, pod)
+		got := waitPhase(t, cs, "default", name, corev1.PodSucceeded, corev1.PodFailed)
+		out := kubectl(t, cp, "logs", name)
+		if got.Status.Phase != corev1.PodSucceeded || !strings.Contains(out, `"gitVersion"`) {
+			t.Errorf("%s: GET https://%s/version: %s, output %q", name, devenv.APIServerServiceIP, podStatus(got), out)
+		}
+	}
+}

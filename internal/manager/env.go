@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/cerulean/cerulean/internal/azure"
+	"github.com/cerulean/cerulean/internal/controller/credentials"
 )
 
 // DefaultSyncPeriod is Azure Service Operator's default.
@@ -33,6 +34,15 @@ func FromEnv(opts *Options, getenv func(string) string) error {
 	opts.TargetNamespaces = ParseNamespaces(getenv("AZURE_TARGET_NAMESPACES"))
 	opts.ExportKeyVault = getenv("CERULEAN_EXPORT_KEY_VAULT")
 	opts.IdentityURL = getenv("CERULEAN_IDENTITY_URL")
+	// Workload identity for the manager's own credential (the Helm chart's default): the
+	// client id's token is exchanged for the projected token in AZURE_FEDERATED_TOKEN_FILE.
+	if wi := getenv(credentials.KeyUseWorkloadIdentity); wi != "" && wi != "false" && wi != "0" {
+		src, err := credentials.SourceFromEnv(getenv)
+		if err != nil {
+			return fmt.Errorf("read the manager's credential: %w", err)
+		}
+		opts.GlobalCredential = src
+	}
 	return nil
 }
 

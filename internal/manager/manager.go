@@ -82,6 +82,9 @@ type Options struct {
 	// Webhooks, when set, serves the admission webhooks (workload identity) with certificates of
 	// the manager's own; their tenant and authority host default to Azure's. Nil serves none.
 	Webhooks *webhooks.Options
+	// GlobalCredential, when set, is the manager's own credential instead of the one in Azure
+	// (workload identity: USE_WORKLOAD_IDENTITY_AUTH, read by FromEnv).
+	GlobalCredential *credentials.Source
 	// IdentityURL is the managed-identity data plane's URL (CERULEAN_IDENTITY_URL), where
 	// ControlPlaneIdentities get their identities' credentials; default: the local cloud's,
 	// derived from its ARM endpoint.
@@ -211,7 +214,8 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
-		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync}); err != nil {
+		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
+		GlobalCredential: opts.GlobalCredential}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -239,6 +243,8 @@ type SetupOptions struct {
 	TokenSource func(context.Context) (string, error)
 	// PodIdentity is the assignment controller's mode (Options.PodIdentity).
 	PodIdentity string
+	// GlobalCredential replaces the global credential of Azure (Options.GlobalCredential).
+	GlobalCredential *credentials.Source
 	// IdentityURL, Clock and ControlPlaneResync configure the ControlPlaneIdentities controller
 	// (Options).
 	IdentityURL        string
@@ -248,9 +254,12 @@ type SetupOptions struct {
 
 // Setup adds a reconciler of every kind to mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
-	settings, err := credentials.SettingsFromConfig(opts.Azure)
-	if err != nil {
-		return fmt.Errorf("configure credentials: %w", err)
+	settings := credentials.Settings{Azure: opts.Azure, Global: opts.GlobalCredential}
+	if opts.GlobalCredential == nil {
+		var err error
+		if settings, err = credentials.SettingsFromConfig(opts.Azure); err != nil {
+			return fmt.Errorf("configure credentials: %w", err)
+		}
 	}
 	settings.TokenSource = opts.TokenSource
 	creds := credentials.NewResolver(mgr.GetClient(), settings)

@@ -198,6 +198,16 @@ func (r *Rotator) ensureCA(ctx context.Context) (*pki.CA, []byte, error) {
 		if err != nil {
 			return fmt.Errorf("get secret %s: %w", key, err)
 		}
+		if len(s.Data[CACertKey]) == 0 && len(s.Data[CAKeyKey]) == 0 && len(s.Data[CABundleKey]) == 0 {
+			// An empty Secret (the Helm chart's, so that uninstalling removes it): the first CA.
+			if ca, bundle, err = r.newCA(nil); err != nil {
+				return err
+			}
+			if err := fill(s, ca, bundle); err != nil {
+				return err
+			}
+			return r.c.Update(ctx, s) // Conflict: another replica filled it; read its CA
+		}
 		cur, err := pki.ParseCA(s.Data[CACertKey], s.Data[CAKeyKey])
 		if err != nil {
 			return fmt.Errorf("%w %s: %w (delete it to create a new CA)", ErrDamagedSecret, key, err)

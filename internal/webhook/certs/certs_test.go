@@ -252,3 +252,37 @@ func TestDamagedSecretIsNotReplaced(t *testing.T) {
 		t.Error("a certificate was served without a CA")
 	}
 }
+
+// The Helm chart creates the CA Secret empty, with its labels, so that uninstalling removes it:
+// the first replica fills it (keeping the chart's labels) and a second one reads the same CA.
+func TestEmptySecretIsFilled(t *testing.T) {
+	c, _, ns := setup(t)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certs.DefaultSecretName, Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}}, Type: corev1.SecretTypeOpaque}
+	if err := c.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	var bundles [][]byte
+	for range 2 {
+		r, err := certs.New(c, certs.Options{Namespace: ns, DNSNames: []string{"svc.ns.svc"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Ensure(t.Context()); err != nil {
+			t.Fatalf("ensure over the chart's empty secret: %v", err)
+		}
+		if _, err := r.GetCertificate(nil); err != nil {
+			t.Errorf("no serving certificate: %v", err)
+		}
+		bundles = append(bundles, r.CABundle())
+	}
+	got := caSecret(t, c, ns)
+	if len(got.Data[certs.CACertKey]) == 0 || len(got.Data[certs.CAKeyKey]) == 0 || string(got.Data[certs.CABundleKey]) != string(bundles[0]) {
+		t.Errorf("the secret was not filled with the CA the rotator uses (keys %d)", len(got.Data))
+	}
+	if string(bundles[0]) != string(bundles[1]) {
+		t.Error("a second replica made a CA of its own instead of reading the first one's")
+	}
+	if got.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("the chart's labels were dropped: %v", got.Labels)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -203,7 +204,11 @@ func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
 			}
 		}
 	}
-	got.Labels, got.Webhooks = want.Labels, want.Webhooks
+	got.Webhooks = want.Webhooks
+	if got.Labels == nil {
+		got.Labels = map[string]string{}
+	}
+	maps.Copy(got.Labels, want.Labels) // a Helm release's labels stay
 	if err := c.Update(ctx, got); err != nil {
 		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
 	}

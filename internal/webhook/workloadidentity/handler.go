@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -177,10 +178,20 @@ func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
 			}
 		}
 	}
-	got.Labels = want.Labels
+	got.Labels = mergeLabels(got.Labels, want.Labels) // a Helm release's labels stay
 	got.Webhooks = want.Webhooks
 	if err := c.Update(ctx, got); err != nil {
 		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
 	}
 	return nil
+}
+
+// mergeLabels sets want's labels over got's, keeping the others.
+func mergeLabels(got, want map[string]string) map[string]string {
+	out := maps.Clone(got)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	return out
 }

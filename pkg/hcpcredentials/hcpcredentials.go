@@ -85,6 +85,10 @@ type Options struct {
 	// ClientOptions for the token requests (transport, retries); the authority host is the
 	// file's authentication_endpoint.
 	ClientOptions azcore.ClientOptions
+	// AuthorityHost, when set, is used instead of the file's authentication_endpoint: for a
+	// component that reaches Entra ID under another name than the one the file was written
+	// with (behind a proxy that serves Azure's public names, say).
+	AuthorityHost string
 	// ReloadInterval is the slow timer besides file events (default 5 minutes).
 	ReloadInterval time.Duration
 	Clock          func() time.Time
@@ -195,10 +199,14 @@ func (c *Credential) Reload() (bool, error) {
 	if !newer {
 		return false, nil
 	}
+	authority := f.AuthenticationEndpoint
+	if c.o.AuthorityHost != "" {
+		authority = c.o.AuthorityHost
+	}
 	opts := c.o.ClientOptions
-	opts.Cloud = azcloud.Configuration{ActiveDirectoryAuthorityHost: f.AuthenticationEndpoint, Services: opts.Cloud.Services}
+	opts.Cloud = azcloud.Configuration{ActiveDirectoryAuthorityHost: authority, Services: opts.Cloud.Services}
 	cred, err := azidentity.NewClientCertificateCredential(f.TenantID, f.ClientID, certs, key, &azidentity.ClientCertificateCredentialOptions{
-		ClientOptions: opts, SendCertificateChain: true, DisableInstanceDiscovery: !isPublic(f.AuthenticationEndpoint),
+		ClientOptions: opts, SendCertificateChain: true, DisableInstanceDiscovery: !isPublic(authority),
 	})
 	if err != nil {
 		return false, fmt.Errorf("%s: build credential: %w", c.o.Path, err)

@@ -290,3 +290,64 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorityHostOverridesTheFile: a component that reaches Entra ID under another name than
+// the file's authentication_endpoint (here one where nothing listens) authenticates at the
+// AuthorityHost it is given.
+func TestAuthorityHostOverridesTheFile(t *testing.T) {
+	ctx := t.Context()
+	c := cloudtest.Start(t, cloud.Options{})
+	s := c.Settings()
+	dir := c.Entra().Directory
+	mi, err := dir.CreatePrincipal(ctx, entra.Principal{TenantID: s.TenantID, Kind: entra.KindManagedIdentity, DisplayName: "managed-azure-cpo",
+		ResourceID: "/subscriptions/" + s.SubscriptionID + "/resourceGroups/rg-hcp/providers/Microsoft.ManagedIdentity/userAssignedIdentities/cpo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := newChain(t, "cpo")
+	if _, err := dir.AddCertificate(ctx, s.TenantID, mi.ClientID, ch.leaf); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := "https://" + ln.Addr().String() + "/"
+	_ = ln.Close()
+	var f hcpcredentials.File
+	if err := json.Unmarshal([]byte(credentialsJSON(t, s, mi, ch, time.Now().Add(-time.Minute))), &f); err != nil {
+		t.Fatal(err)
+	}
+	f.AuthenticationEndpoint = nowhere
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "creds.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scope := policy.TokenRequestOptions{Scopes: []string{"https://vault.azure.net/.default"}}
+	plain, err := hcpcredentials.New(ctx, hcpcredentials.Options{Path: path, ClientOptions: cloudtest.NoRetry(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.GetToken(ctx, scope); err == nil {
+		t.Fatal("a token from an authentication_endpoint where nothing listens")
+	}
+	cred, err := hcpcredentials.New(ctx, hcpcredentials.Options{Path: path, ClientOptions: cloudtest.NoRetry(c), AuthorityHost: s.AuthorityHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cred.GetToken(ctx, scope)
+	if err != nil {
+		t.Fatalf("GetToken at the given authority host: %v", err)
+	}
+	claims, err := c.Entra().Verify(ctx, tok.Token, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claims.AppID != mi.ClientID {
+		t.Fatalf("token for %s, want %s", claims.AppID, mi.ClientID)
+	}
+}

@@ -17,6 +17,12 @@
 //	test-app imds-token SCOPE  gets a token from IMDS (169.254.169.254) with the Azure SDK's
 //	                      ManagedIdentityCredential and prints its xms_mirid and oid claims
 //	                      (never the token)
+//	test-app hcp-token SCOPE EVERY  a hosted control plane's component: authenticates with the
+//	                      credentials file of MANAGED_AZURE_HCP_CREDENTIALS_FILE_PATH through
+//	                      pkg/hcpcredentials (AZURE_AUTHORITY_HOST, when set, instead of the file's
+//	                      authentication_endpoint), gets a token for SCOPE every EVERY with that one
+//	                      credential until SIGTERM, and prints each outcome with the appid claim
+//	                      and the not_before of the credentials file in use (never the token)
 //	test-app sleep        waits for SIGTERM
 //	test-app echo WORDS   prints its arguments and waits for SIGTERM (a container with logs)
 package main
@@ -44,6 +50,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
 	"github.com/cerulean/cerulean/internal/azure"
+	"github.com/cerulean/cerulean/pkg/hcpcredentials"
 )
 
 func main() {
@@ -193,6 +200,11 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 			return errors.New("usage: test-app imds-token SCOPE")
 		}
 		return imdsToken(ctx, args[0], out)
+	case "hcp-token":
+		if len(args) != 2 {
+			return errors.New("usage: test-app hcp-token SCOPE EVERY")
+		}
+		return hcpToken(ctx, args[0], args[1], os.Getenv, out)
 	case "cat":
 		for _, f := range args {
 			b, err := os.ReadFile(f) //nolint:gosec // a test tool: it prints what the test names
@@ -243,4 +255,55 @@ func imdsToken(ctx context.Context, scope string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "imds token xms_mirid %s oid %s\n", claims.MIRID, claims.OID)
 	return nil
+}
+
+// hcpToken is a control-plane component's loop: one credential, following its mounted file,
+// asked for a token every period.
+func hcpToken(ctx context.Context, scope, period string, getenv func(string) string, out io.Writer) error {
+	every, err := time.ParseDuration(period)
+	if err != nil || every <= 0 {
+		return fmt.Errorf("hcp-token: %q is not a positive duration", period)
+	}
+	opts, err := azure.Config{CAFile: getenv("SSL_CERT_FILE")}.ClientOptions()
+	if err != nil {
+		return fmt.Errorf("configure client: %w", err)
+	}
+	cred, err := hcpcredentials.New(ctx, hcpcredentials.Options{ClientOptions: opts, AuthorityHost: getenv("AZURE_AUTHORITY_HOST")})
+	if err != nil {
+		return fmt.Errorf("load credentials: %w", err)
+	}
+	for {
+		tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
+		notBefore := cred.Current().NotBefore.UTC().Format(time.RFC3339Nano)
+		if err != nil {
+			fmt.Fprintf(out, "hcp-token failed not_before %s: %v\n", notBefore, err)
+		} else {
+			fmt.Fprintf(out, "hcp-token ok appid %s not_before %s\n", claim(tok.Token, "appid"), notBefore)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// claim is a string claim of a JWT, or "unknown".
+func claim(token, name string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "unknown"
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "unknown"
+	}
+	var claims map[string]any
+	if json.Unmarshal(payload, &claims) != nil {
+		return "unknown"
+	}
+	if v, ok := claims[name].(string); ok && v != "" {
+		return v
+	}
+	return "unknown"
 }

@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +55,7 @@ type Node struct {
 
 	cp       *ControlPlane
 	paths    nodePaths
+	mu       sync.Mutex // guards children: drivers start and stop while the node runs
 	children []*child
 	lock     *hostLock
 	record   *hostRecord
@@ -237,10 +240,9 @@ func (n *Node) Stop() error {
 	if n == nil || n.lock == nil {
 		return nil
 	}
-	for i := len(n.children) - 1; i >= 0; i-- {
-		n.children[i].stop(15 * time.Second)
+	for _, c := range slices.Backward(n.takeChildren()) {
+		c.stop(15 * time.Second)
 	}
-	n.children = nil
 	err := n.relay.stop()
 	n.relay = nil
 	if n.record != nil {
@@ -261,7 +263,7 @@ func (n *Node) Stop() error {
 // Exited returns a channel that is closed when a node process exits on its own, and a function
 // that tells which one and why.
 func (n *Node) Exited() (<-chan struct{}, func() error) {
-	return exitedOf(n.children)
+	return exitedOf(n.currentChildren())
 }
 
 // Ctr runs ctr against the node's containerd in the k8s.io namespace (the one the kubelet uses).
@@ -304,12 +306,40 @@ func (n *Node) start(name, bin string, args, env []string) error {
 	if err != nil {
 		return err
 	}
-	n.children = append(n.children, c)
+	n.addChild(c)
 	return nil
 }
 
+func (n *Node) addChild(c *child) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.children = append(n.children, c)
+}
+
+// removeChild forgets a process stopped on purpose (a driver), so that its exit is not taken
+// for a crash of the node by later waits.
+func (n *Node) removeChild(c *child) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.children = slices.DeleteFunc(n.children, func(x *child) bool { return x == c })
+}
+
+func (n *Node) currentChildren() []*child {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.children)
+}
+
+func (n *Node) takeChildren() []*child {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := n.children
+	n.children = nil
+	return c
+}
+
 func (n *Node) waitReady(ctx context.Context, timeout time.Duration, name string, ready func(context.Context) error) error {
-	return waitFor(ctx, timeout, name, n.cp.logs, append(append([]*child{}, n.cp.children...), n.children...), ready)
+	return waitFor(ctx, timeout, name, n.cp.logs, append(slices.Clone(n.cp.children), n.currentChildren()...), ready)
 }
 
 func (n *Node) containerdReady(ctx context.Context) error {

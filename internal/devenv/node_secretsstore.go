@@ -72,6 +72,7 @@ type SecretsStoreOptions struct {
 type SecretsStoreDriver struct {
 	// Endpoint is the driver's CSI socket.
 	Endpoint string
+	node     *Node
 	child    *child
 	reg      *kubeletplugin.Registration
 }
@@ -126,8 +127,8 @@ func (n *Node) StartSecretsStoreDriver(ctx context.Context, o SecretsStoreOption
 	if err != nil {
 		return nil, err
 	}
-	n.children = append(n.children, c)
-	d.child = c
+	n.addChild(c)
+	d.node, d.child = n, c
 	defer func() {
 		if err != nil {
 			_ = d.stop()
@@ -189,7 +190,9 @@ func (d *SecretsStoreDriver) stop() error {
 		d.reg = nil
 	}
 	if d.child != nil {
+		d.node.removeChild(d.child)
 		d.child.stop(10 * time.Second)
+		d.child = nil
 	}
 	return err
 }

@@ -49,7 +49,7 @@ const (
 // (aad-pod-identity made one per change, serialised per scale set); then token latency through
 // the node agent, cached and uncached, against the cloud's IMDS-style endpoint called directly
 // in the same run (the agent's uncached path adds its lookups and one such call). The client
-// reaches the agent from 127.0.0.2, the address of a registered pod; no iptables rules.
+// reaches the agent from 127.0.0.2, the address of a registered pod; no DNAT rules.
 func benchPodIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	cp, err := devenv.Start(ctx, devenv.Options{DataDir: filepath.Join(env.scratch, "podidentity-cp"), BinDir: env.binDir})
 	if err != nil {

@@ -36,13 +36,11 @@ type Options struct {
 	Listen string
 	// NodeIP is the DNAT target: a local address pods reach; the port is Listen's.
 	NodeIP net.IP
-	// PodInterfaces are the interfaces (iptables -i patterns, e.g. cni0, veth+) pods' traffic
-	// arrives on. Empty means no iptables rules are installed.
+	// PodInterfaces are the interfaces pods' traffic arrives on: names, or prefixes ending in
+	// '+' as iptables -i takes them (cni0, veth+). Empty means no DNAT rules are installed.
 	PodInterfaces []string
-	// IPTables is the iptables binary; empty means "iptables" on PATH.
-	IPTables string
-	// Chain is the agent's nat chain (default CERULEAN-NMI; at most 28 characters).
-	Chain string
+	// Table is the agent's own nftables table (default cerulean-node-agent).
+	Table string
 	// Tokens gets tokens from the node's managed-identity endpoint.
 	Tokens Source
 	// Entra configures the client-credentials requests of service-principal AzureIdentities
@@ -62,7 +60,7 @@ type Options struct {
 	// PodWait bounds the wait for an unknown source address to become a pod of the node: a
 	// pod's first request can come before the kubelet writes its address (default 5s).
 	PodWait time.Duration
-	// SyncPeriod is how often the iptables rules are checked and re-created (default 10s).
+	// SyncPeriod is how often the DNAT rules are checked and re-created (default 10s).
 	SyncPeriod time.Duration
 	// FlushPeriod is how often aggregated audit Events are written (default 5s).
 	FlushPeriod time.Duration
@@ -80,7 +78,7 @@ type Agent struct {
 	reader  client.Reader
 	tokens  *Cache
 	audit   *Auditor
-	rules   *rules
+	rules   *redirect
 	ln      net.Listener
 	proxy   *httputil.ReverseProxy
 	forward *httputil.ReverseProxy
@@ -162,7 +160,10 @@ func New(o Options) (*Agent, error) {
 	a := &Agent{o: o, log: o.Logger, cache: c, reader: c, tokens: NewCache(src, o.Clock),
 		audit: newAuditor(writer, o.NodeName, o.Clock), ln: ln, local: isLocalAddress}
 	if len(o.PodInterfaces) > 0 {
-		a.rules = newRules(o.IPTables, o.Chain, o.PodInterfaces, o.NodeIP, ln.Addr().(*net.TCPAddr).Port)
+		if a.rules, err = newRedirect(o.Table, o.PodInterfaces, o.NodeIP, ln.Addr().(*net.TCPAddr).Port); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
 	}
 	imds := o.IMDS
 	a.proxy = &httputil.ReverseProxy{
@@ -200,7 +201,7 @@ func (a *Agent) Tokens() *Cache { return a.tokens }
 // FlushAudit writes the aggregated audit Events now.
 func (a *Agent) FlushAudit(ctx context.Context) error { return a.audit.Flush(ctx) }
 
-// Run serves until ctx ends; on a clean exit it removes its iptables rules and flushes audit.
+// Run serves until ctx ends; on a clean exit it removes its DNAT rules and flushes audit.
 func (a *Agent) Run(ctx context.Context) error {
 	cacheCtx, stopCache := context.WithCancel(ctx)
 	defer stopCache()
@@ -218,21 +219,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("sync informers: %w", ctx.Err())
 	}
 	if a.rules != nil {
-		// The chain is the agent's own: what a killed agent left in it (a DNAT to its dead
-		// port, ahead of ours) goes first.
-		if err := a.rules.Remove(ctx); err != nil {
+		// The table is the agent's own: what a killed agent left in it is replaced.
+		if err := a.rules.Install(); err != nil {
 			_ = a.ln.Close()
-			return fmt.Errorf("remove stale iptables rules: %w", err)
-		}
-		if _, err := a.rules.Ensure(ctx); err != nil {
-			_ = a.ln.Close()
-			return fmt.Errorf("install iptables rules: %w", err)
+			return fmt.Errorf("install DNAT rules: %w", err)
 		}
 		defer func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := a.rules.Remove(rctx); err != nil {
-				a.log.Error("Removing iptables rules failed", "err", err)
+			if err := a.rules.Remove(); err != nil {
+				a.log.Error("Removing DNAT rules failed", "err", err)
 			}
 		}()
 	}
@@ -263,10 +257,10 @@ loop:
 			if a.rules == nil {
 				continue
 			}
-			if changed, err := a.rules.Ensure(ctx); err != nil {
-				a.log.ErrorContext(ctx, "Checking iptables rules failed", "err", err)
+			if changed, err := a.rules.Ensure(); err != nil {
+				a.log.ErrorContext(ctx, "Checking DNAT rules failed", "err", err)
 			} else if changed {
-				a.log.InfoContext(ctx, "Re-created missing iptables rules", "chain", a.rules.chain)
+				a.log.InfoContext(ctx, "Re-created missing DNAT rules", "table", a.rules.table)
 			}
 		case <-flush.C:
 			if err := a.audit.Flush(ctx); err != nil {

@@ -172,8 +172,8 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 	podidentitytest.InstallCRDs(t, cp.RESTConfig)
 	kc := ok(client.New(cp.RESTConfig, client.Options{Scheme: podidentitytest.Scheme(t)}))
 	az := newAzure(t)
-	net := newNetwork(t, "CERULEAN-NMI-T")
-	chain := net.chain
+	net := newNetwork(t, "cerulean-nmi-t")
+	table := net.table
 
 	// The node: an instance of the scale set.
 	node := "node-" + net.tag
@@ -202,21 +202,16 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 			header = v
 		}
 	}
-	// What a killed agent leaves: its chain with a DNAT to its dead port, ahead of the new
-	// agent's rule. The new agent must clear it, or pods' requests are refused.
-	run(t, "iptables", "-w", "5", "-t", "nat", "-N", chain)
-	run(t, "iptables", "-w", "5", "-t", "nat", "-A", chain, "-i", net.ifacePattern(), "-d", nodeagent.MetadataIP+"/32", "-p", "tcp",
-		"--dport", "80", "-j", "DNAT", "--to-destination", net.nodeIP.String()+":1")
-	run(t, "iptables", "-w", "5", "-t", "nat", "-I", "PREROUTING", "1", "-j", chain, "-m", "comment", "--comment", "cerulean node agent")
-	t.Cleanup(func() {
-		_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-D", "PREROUTING", "-j", chain, "-m", "comment", "--comment", "cerulean node agent").Run()
-		_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-F", chain).Run()
-		_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-X", chain).Run()
-	})
+	// What a killed agent leaves: its table with a DNAT to its dead port, in a chain ahead of
+	// the new agent's. The new agent must clear it, or pods' requests are refused.
+	nft(t, fmt.Sprintf(`table ip %s {
+		chain stale { type nat hook prerouting priority dstnat - 2; iifname %q ip daddr %s tcp dport 80 dnat to %s:1; }
+	}`, table, strings.TrimSuffix(net.ifacePattern(), "+")+"*", nodeagent.MetadataIP, net.nodeIP))
+	t.Cleanup(func() { _ = exec.Command("nft", "delete", "table", "ip", table).Run() })
 	cloudURL := ok(url.Parse(az.s.URL))
 	agent, err := nodeagent.New(nodeagent.Options{
 		NodeName: node, Config: cp.RESTConfig, Listen: net.nodeIP.String() + ":0", NodeIP: net.nodeIP,
-		PodInterfaces: []string{net.ifacePattern()}, Chain: chain,
+		PodInterfaces: []string{net.ifacePattern()}, Table: table,
 		Tokens: &nodeagent.IMDSSource{Endpoint: az.s.URL, Header: header, Client: &http.Client{Transport: az.c.Transport()}},
 		IMDS:   cloudURL, IMDSHeader: header, IMDSTransport: az.c.Transport(),
 		AssignWait: 3 * time.Second, SyncPeriod: 200 * time.Millisecond, FlushPeriod: time.Hour,
@@ -462,14 +457,17 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 	})
 
 	t.Run("rules re-created when missing, removed on exit", func(t *testing.T) {
-		jump := []string{"-w", "5", "-t", "nat", "-D", "PREROUTING", "-j", chain, "-m", "comment", "--comment", "cerulean node agent"}
-		run(t, append([]string{"iptables"}, jump...)...)
-		eventually(t, "the PREROUTING jump back", func(ctx context.Context) (bool, error) {
-			check := append([]string{"-w", "5", "-t", "nat", "-C", "PREROUTING"}, jump[6:]...)
-			return exec.CommandContext(ctx, "iptables", check...).Run() == nil, nil
+		run(t, "nft", "flush", "chain", "ip", table, "prerouting")
+		eventually(t, "the DNAT rule back", func(ctx context.Context) (bool, error) {
+			out, err := exec.CommandContext(ctx, "nft", "list", "chain", "ip", table, "prerouting").Output()
+			return err == nil && strings.Contains(string(out), "dnat to "+agent.Addr()), nil
 		})
+		// The pods' path works again through the re-created rule.
+		if a := podGet(t, pa, q(vaultResource), 1); a.Status != http.StatusForbidden {
+			t.Fatalf("after the rules came back: %+v, want the agent's 403", a)
+		}
 		stop()
-		if left := leftovers("\x00", chain); len(left) > 0 {
+		if left := leftovers("\x00", table); len(left) > 0 {
 			t.Fatalf("after the agent's exit: %v", left)
 		}
 	})

@@ -23,15 +23,15 @@ import (
 // 10.251.0.0/16, which exists only inside the test; the node's address is on a host-only veth.
 // Everything carries the run's random tag and is removed when the test ends.
 
-// needRoot skips the test unless it runs as root with ip and iptables.
+// needRoot skips the test unless it runs as root with ip and nft (the observer of the agent's rules).
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: the test creates network namespaces, veth pairs and iptables rules")
+		t.Skip("needs root: the test creates network namespaces, veth pairs and nftables rules")
 	}
-	for _, bin := range []string{"ip", "iptables"} {
+	for _, bin := range []string{"ip", "nft"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs %s (apt-get install iproute2 iptables): %v", bin, err)
+			t.Skipf("needs %s (apt-get install iproute2 nftables): %v", bin, err)
 		}
 	}
 	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
@@ -76,22 +76,32 @@ func run(t testing.TB, args ...string) {
 	}
 }
 
+// nft applies a ruleset given in nft's syntax.
+func nft(t testing.TB, ruleset string) {
+	t.Helper()
+	cmd := exec.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(ruleset)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft -f: %v: %s\n%s", err, out, ruleset)
+	}
+}
+
 // network is the test's node: a dummy interface with the node's address, and pods.
 type network struct {
 	t      *testing.T
 	tag    string
 	nodeIP net.IP
-	chain  string
+	table  string
 	pods   int
 }
 
 // newNetwork makes the node's side; when the test ends, after everything is removed, it fails
-// the test if anything of it (or of chain) is left.
-func newNetwork(t *testing.T, chainPrefix string) *network {
+// the test if anything of it (or of its table) is left.
+func newNetwork(t *testing.T, tablePrefix string) *network {
 	n := &network{t: t, tag: tag(), nodeIP: net.IPv4(10, 251, 255, 1)}
-	n.chain = chainPrefix + n.tag
+	n.table = tablePrefix + n.tag
 	t.Cleanup(func() {
-		if left := leftovers(n.tag, n.chain); len(left) > 0 {
+		if left := leftovers(n.tag, n.table); len(left) > 0 {
 			t.Errorf("left behind: %v", left)
 		}
 	})
@@ -224,8 +234,8 @@ func listenIn(ns, addr string) (net.Listener, error) {
 	return r.ln, r.err
 }
 
-// leftovers lists what of this network (namespaces, links, chain rules) still exists.
-func leftovers(tagStr, chain string) []string {
+// leftovers lists what of this network (namespaces, links, the agent's nftables table) still exists.
+func leftovers(tagStr, table string) []string {
 	var out []string
 	if b, err := exec.Command("ip", "netns", "list").Output(); err == nil && strings.Contains(string(b), tagStr) {
 		out = append(out, "netns: "+strings.TrimSpace(string(b)))
@@ -233,8 +243,8 @@ func leftovers(tagStr, chain string) []string {
 	if b, err := exec.Command("ip", "-o", "link").Output(); err == nil && strings.Contains(string(b), tagStr) {
 		out = append(out, "links with "+tagStr)
 	}
-	if b, err := exec.Command("iptables-save", "-t", "nat").Output(); err == nil && strings.Contains(string(b), chain) {
-		out = append(out, "iptables: chain "+chain)
+	if exec.Command("nft", "list", "table", "ip", table).Run() == nil {
+		out = append(out, "nftables: table "+table)
 	}
 	return out
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // `cerulean node-agent` as a process: its flags reach the agent, it serves, refuses a caller
-// that is no pod, and on SIGTERM exits 0 having removed its iptables chain (as root).
+// that is no pod, and on SIGTERM exits 0 having removed its nftables table (as root).
 func TestNodeAgentCommand(t *testing.T) {
 	cp := devenvtest.ControlPlane(t)
 	podidentitytest.InstallCRDs(t, cp.RESTConfig)
@@ -41,11 +41,11 @@ func TestNodeAgentCommand(t *testing.T) {
 	args := []string{"node-agent", "--node-name", "cmd-node", "--kubeconfig", cp.Kubeconfig, "--listen", addr,
 		"--imds-endpoint", c.Settings().URL, "--ca-file", c.Settings().CAFile, "--identity-header-file", headerFile,
 		"--authority-host", c.Settings().AuthorityHost}
-	chain := ""
-	if os.Geteuid() == 0 && exec.Command("iptables", "-w", "5", "-t", "nat", "-S").Run() == nil {
-		chain = "CERULEAN-NMI-C" + tag()
+	table := ""
+	if os.Geteuid() == 0 && exec.Command("nft", "list", "tables").Run() == nil {
+		table = "cerulean-nmi-c" + tag()
 		// An interface pattern that matches nothing on this machine.
-		args = append(args, "--pod-interfaces", "cvhnone"+tag()+"+", "--node-ip", "127.0.0.1", "--iptables-chain", chain)
+		args = append(args, "--pod-interfaces", "cvhnone"+tag()+"+", "--node-ip", "127.0.0.1", "--nft-table", table)
 	} else {
 		args = append(args, "--pod-interfaces", "")
 	}
@@ -61,13 +61,11 @@ func TestNodeAgentCommand(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		if chain != "" {
-			if left := leftovers("\x00", chain); len(left) > 0 {
+		if table != "" {
+			if left := leftovers("\x00", table); len(left) > 0 {
 				t.Errorf("left behind: %v", left)
-				// A killed agent (a failed test) leaves its chain: the machine is left as found.
-				_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-D", "PREROUTING", "-m", "comment", "--comment", "cerulean node agent", "-j", chain).Run()
-				_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-F", chain).Run()
-				_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-X", chain).Run()
+				// A killed agent (a failed test) leaves its table: the machine is left as found.
+				_ = exec.Command("nft", "delete", "table", "ip", table).Run()
 			}
 		}
 	})
@@ -93,9 +91,9 @@ func TestNodeAgentCommand(t *testing.T) {
 		<-readDone
 		t.Fatalf("the agent did not start: %s", logs.String())
 	}
-	if chain != "" {
-		if err := exec.Command("iptables", "-w", "5", "-t", "nat", "-S", chain).Run(); err != nil {
-			t.Fatalf("chain %s not installed: %v", chain, err)
+	if table != "" {
+		if out, err := exec.Command("nft", "list", "table", "ip", table).CombinedOutput(); err != nil || !strings.Contains(string(out), "dnat to "+addr) {
+			t.Fatalf("table %s not installed with a DNAT to %s: %v\n%s", table, addr, err, out)
 		}
 	}
 	// This test is the host: a host caller on the pod path is refused in IMDS's error shape.
@@ -134,8 +132,8 @@ func TestNodeAgentCommand(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
 	}
-	if chain != "" {
-		if left := leftovers("\x00", chain); len(left) > 0 {
+	if table != "" {
+		if left := leftovers("\x00", table); len(left) > 0 {
 			t.Fatalf("after exit: %v", left)
 		}
 	}

@@ -96,7 +96,7 @@ func startNodeAgent(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Clou
 // Exited is closed when the agent has stopped; Stop then returns why.
 func (na *nodeAgent) Exited() <-chan struct{} { return na.done }
 
-// Stop ends the agent and waits until its iptables rules are removed; an error it stopped
+// Stop ends the agent and waits until its DNAT rules are removed; an error it stopped
 // with on its own was already reported.
 func (na *nodeAgent) Stop() error {
 	select {

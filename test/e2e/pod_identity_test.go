@@ -20,10 +20,11 @@ import (
 // node agent runs for the node; a managed identity (a manifest, with Key Vault Secrets User on
 // the vault) is bound to a label through aad-pod-identity's objects; a real pod of the test-app
 // image (pod network, not the host's) with that label reads the Key Vault secret with the
-// Azure SDK's DefaultAzureCredential: its token from 169.254.169.254, which iptables sends to the
-// agent, which asks the local cloud's IMDS-style endpoint of the node's scale set; Key Vault under
-// its public name through the cloud's proxy for pods. A service principal's binding (type 1, its client
-// secret in a Secret) works the same way. A pod without the label gets a 403.
+// Azure SDK's DefaultAzureCredential: its token from 169.254.169.254, which the node agent's
+// DNAT rule sends to the agent, which asks the local cloud's IMDS-style endpoint of the node's
+// scale set; Key Vault under its public name through the cloud's proxy for pods. A service
+// principal's binding (type 1, its client secret in a Secret) works the same way. A pod without
+// the label gets a 403.
 func podIdentityOnTheNode(t *testing.T, env, podEnv map[string]string, ns, vaultName string) {
 	ctx := t.Context()
 	kubeconfig := env["KUBECONFIG"]
@@ -147,13 +148,8 @@ spec:
 	}
 }
 
-// removeAgentChain removes the node agent's chain that an up killed with SIGKILL leaves (the
-// next up's agent would clear it; a test leaves nothing behind).
-func removeAgentChain() {
-	if exec.Command("iptables", "-w", "5", "-t", "nat", "-S", nodeagent.DefaultChain).Run() != nil {
-		return
-	}
-	_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-D", "PREROUTING", "-j", nodeagent.DefaultChain, "-m", "comment", "--comment", "cerulean node agent").Run()
-	_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-F", nodeagent.DefaultChain).Run()
-	_ = exec.Command("iptables", "-w", "5", "-t", "nat", "-X", nodeagent.DefaultChain).Run()
+// removeAgentTable removes the node agent's nftables table that an up killed with SIGKILL
+// leaves (the next up's agent would replace it; a test leaves nothing behind).
+func removeAgentTable() {
+	_ = exec.Command("nft", "delete", "table", "ip", nodeagent.DefaultTable).Run()
 }

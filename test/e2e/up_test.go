@@ -229,7 +229,7 @@ func startUp(t *testing.T, dir string, args ...string) *upProcess {
 			t.Errorf("clean up the node: %v", err)
 		}
 		if os.Geteuid() == 0 {
-			removeAgentChain()
+			removeAgentTable()
 		}
 		if t.Failed() {
 			t.Logf("cerulean up output:\n%s", p.output)

@@ -197,8 +197,8 @@ func TestWorkloadIdentityFromManifestsUnderUp(t *testing.T) {
 
 	stopAndCheck(t, up, dir, syscall.SIGINT)
 	if node {
-		if out, err := exec.Command("iptables", "-w", "5", "-t", "nat", "-S", nodeagent.DefaultChain).CombinedOutput(); err == nil {
-			t.Errorf("the node agent's chain is left after up stopped:\n%s", out)
+		if out, err := exec.Command("nft", "list", "table", "ip", nodeagent.DefaultTable).CombinedOutput(); err == nil {
+			t.Errorf("the node agent's nftables table is left after up stopped:\n%s", out)
 		}
 	}
 }

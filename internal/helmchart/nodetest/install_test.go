@@ -1,7 +1,8 @@
 // Package nodetest installs charts/cerulean with Helm into the local control plane with the real
 // node: every object accepted by kube-apiserver, the components Ready from the local image, the
-// in-cluster webhook mutating a pod through its Service, an upgrade that rolls the manager, and an
-// uninstall that leaves nothing of the release but the CRDs.
+// in-cluster webhook mutating a pod through its Service, a pod's IMDS request reaching the node
+// agent through the DNAT it installs, an upgrade that rolls the manager, and an uninstall that
+// leaves nothing of the release but the CRDs.
 package nodetest
 
 import (
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,9 +33,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/secrets-store-csi-driver/provider/v1alpha1"
 
+	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/helmchart"
 	"github.com/cerulean/cerulean/internal/images"
+	"github.com/cerulean/cerulean/internal/nodeagent"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
@@ -73,10 +77,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	values := []string{
 		"image.pullPolicy=Never", // imported into the node; nothing can be pulled here
 		"nodeAgent.enabled=true", "csiProvider.enabled=true",
-		// The node agent shares the machine's network: a port free here. The image has no
-		// iptables binary, so the agent installs no DNAT rules (its chain is tested in
-		// internal/nodeagent).
-		"nodeAgent.port=" + nodeAgentPort, "nodeAgent.podInterfaces=null",
+		// The node agent shares the machine's network: a port free here, and the node's bridge
+		// as the interface pods' traffic arrives on.
+		"nodeAgent.port=" + nodeAgentPort, "nodeAgent.podInterfaces={" + devenv.Bridge + "}",
 		// The provider's socket in a directory of the node's, not the machine's.
 		"csiProvider.providersDir=" + filepath.Join(node.Dir, "csi-providers"),
 		"manager.podIdentity=managed", // no ARM writes: this cluster has no cloud
@@ -119,6 +122,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	waitReady(t, cs, 2)
 	webhookCA := injectedCA(t, cs)
 	serving(t, filepath.Join(node.Dir, "csi-providers", "azure.sock"), net.JoinHostPort(node.IP, nodeAgentPort))
+	imdsReachesTheAgent(t, cs)
 
 	// The in-cluster webhook, reached through its Service, mutates a labelled pod.
 	mutated(t, cs, "before-upgrade")
@@ -163,6 +167,10 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("after uninstall, left: %s", strings.Join(left, ", "))
+	}
+	// The agent removed its DNAT rules from the node when its pod stopped.
+	if out, err := exec.Command("nft", "list", "table", "ip", nodeagent.DefaultTable).CombinedOutput(); err == nil {
+		t.Errorf("after uninstall, the node agent's nftables table is left on the node:\n%s", out)
 	}
 	// The CRDs stay, every one of the chart's crds/.
 	files, err := filepath.Glob(filepath.Join(chart, "crds", "*.yaml"))
@@ -215,6 +223,44 @@ func serving(t *testing.T, socket, agent string) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "podname and podns") {
 		t.Errorf("the node agent answered /host/token/ without podname and podns with %s %s, want 400 asking for them", resp.Status, body)
+	}
+}
+
+// imdsReachesTheAgent runs a pod on the pod network that asks 169.254.169.254 for a token as
+// aad-pod-identity's apps do: the DaemonSet's agent, from the one-binary image, installed the
+// DNAT that brings the request to it, and it refuses the pod, which no binding selects.
+func imdsReachesTheAgent(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := t.Context()
+	ns := "imds-probe"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	_, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: new(false), Containers: []corev1.Container{{
+			Name: "app", Image: images.TestApp, ImagePullPolicy: corev1.PullNever,
+			Args: []string{"imds-token", "https://vault.azure.net/.default"},
+		}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod *corev1.Pod
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pod, err = cs.CoreV1().Pods(ns).Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed), nil
+	})
+	if err != nil {
+		t.Fatalf("the IMDS probe pod did not finish: %v\n%s", err, diagnose(ctx, cs))
+	}
+	logs, err := cs.CoreV1().Pods(ns).GetLogs("app", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Phase != corev1.PodFailed || !strings.Contains(string(logs), "No AzureIdentityBinding matches pod "+ns+"/app") {
+		t.Errorf("a pod's IMDS request: phase %s, output %q; want the node agent's refusal", pod.Status.Phase, logs)
 	}
 }
 

@@ -96,6 +96,9 @@ func TestCredentialsFileAsWrittenBehindTheProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if cur := cred.Current(); cur.AuthorityHost != public {
+			t.Errorf("%s: Current().AuthorityHost = %q, want %q", name, cur.AuthorityHost, public)
+		}
 		tok, err := cred.GetToken(ctx, scope)
 		if err != nil {
 			t.Fatalf("%s: a component behind the proxy got no token with the file as written: %v", name, err)

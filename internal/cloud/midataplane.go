@@ -17,7 +17,7 @@ func (c *Cloud) IdentityURL() string { return c.settings.URL + midataplane.Path 
 func (c *Cloud) registerIdentityDataPlane(mux *http.ServeMux, opts Options) {
 	midataplane.New(midataplane.Options{
 		Entra: c.entra, Authz: c.arm.Authz(), TenantID: c.settings.TenantID, Audiences: arm.Audiences, BaseURL: c.settings.URL,
-		Issuer: &midataplane.Issuer{Directory: c.entra.Directory, CA: c.pki.CA, AuthorityHost: c.settings.AuthorityHost, Clock: opts.Clock},
+		Issuer: &midataplane.Issuer{Directory: c.entra.Directory, CA: c.pki.CA, AuthorityHost: c.settings.CredentialsAuthorityHost, Clock: opts.Clock},
 		Logger: opts.Logger.With("service", "identity"),
 	}).Register(mux)
 }

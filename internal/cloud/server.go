@@ -21,6 +21,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/admin"
 	"github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/faults"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
@@ -70,6 +71,12 @@ type Settings struct {
 	CAFile                  string
 	DataDir                 string
 	ProxyURL                string // http://HOST:PORT of the forward proxy (HTTPS_PROXY); empty without one
+	// CredentialsAuthorityHost is the authentication_endpoint of the managed identities'
+	// credentials the cloud issues (the managed-identity data plane, the admin route): where
+	// the component holding them authenticates. With the proxy it is Azure's public authority,
+	// https://login.microsoftonline.com/, as Azure writes it and as the proxy serves it to pods
+	// and other clients that cannot reach loopback; without one, AuthorityHost.
+	CredentialsAuthorityHost string
 }
 
 // ResourceManagerAudience is the audience ARM tokens are requested for, as in the public cloud.
@@ -198,7 +205,10 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		ClientID: boot.ClientID, ObjectID: boot.ObjectID, ClientSecret: boot.ClientSecret,
 		ClientCertificatePath: boot.ClientCertPath, AuthorityHost: base + "/",
 		ResourceManagerEndpoint: base, ResourceManagerAudience: ResourceManagerAudience,
-		CAFile: certs.CAFile, DataDir: dir,
+		CAFile: certs.CAFile, DataDir: dir, CredentialsAuthorityHost: base + "/",
+	}
+	if opts.ProxyAddr != "" { // the proxy starts below, or Start fails
+		c.settings.CredentialsAuthorityHost = azurenames.AuthorityHost
 	}
 
 	if err := c.startARM(ctx, opts, boot); err != nil {
@@ -214,7 +224,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	admin.New(admin.Options{
 		Entra: c.entra, TenantID: boot.TenantID, OwnerObjectID: boot.ObjectID, Audience: ResourceManagerAudience,
 		Logger: opts.Logger.With("service", "admin"), Clock: opts.Clock,
-		Faults: c.faults, Requests: c.requests, CA: c.pki.CA, AuthorityHost: c.settings.AuthorityHost,
+		Faults: c.faults, Requests: c.requests, CA: c.pki.CA, CredentialsAuthorityHost: c.settings.CredentialsAuthorityHost,
 		Skew: skew,
 	}).Register(mux)
 	c.registerIdentityDataPlane(mux, opts)

@@ -62,8 +62,9 @@ func (c *offsetClock) Advance(d time.Duration) {
 // manager writes the component's credentials into Key Vault and its SecretProviderClass; a pod
 // of the component (test-app hcp-token) mounts that class through the real Secrets Store CSI
 // Driver and `cerulean csi-provider` (reading the vault as the nodes' identity, through the
-// scale set's IMDS), and with pkg/hcpcredentials authenticates from the mounted file, through
-// the cloud's proxy under Azure's public names, getting tokens as the component's identity.
+// scale set's IMDS), and with pkg/hcpcredentials authenticates from the mounted file as written
+// (no authority setting: the file names Azure's public authority, which the pod reaches through
+// the cloud's proxy, as it would reach Azure's), getting tokens as the component's identity.
 // Then a renewal comes due (the manager's clock past renew_after, the cloud's on by as much:
 // time passing, as in reality), the manager writes a new certificate, the driver's rotation
 // rewrites the file in the running pod, and the pod's next token comes from the new
@@ -233,13 +234,14 @@ func TestControlPlaneComponentPodAuthenticatesAcrossARenewal(t *testing.T) {
 		t.Fatalf("component status %+v", first)
 	}
 
-	// The component's pod: the class mounted at /mnt/certs, a token every 2 s.
+	// The component's pod: the class mounted at /mnt/certs, a token every 2 s, and what any pod
+	// on the node has to reach Azure's names (DIR/pod.env's proxy and NO_PROXY, the CA): no
+	// authority or endpoint of the cloud's.
 	pod := testPod("control-plane-operator", "hcp-token", "https://vault.azure.net/.default", "2s")
 	pod.Namespace = ns
 	pod.Spec.ServiceAccountName = "control-plane-operator"
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{
 		{Name: hcpcredentials.EnvPath, Value: "/mnt/certs/" + first.SecretName},
-		{Name: "AZURE_AUTHORITY_HOST", Value: "https://login.microsoftonline.com/"},
 		{Name: "SSL_CERT_FILE", Value: "/etc/cloud-ca/ca.crt"},
 		{Name: "HTTPS_PROXY", Value: proxyURL},
 		{Name: "NO_PROXY", Value: devenv.ServiceCIDR + "," + devenv.NodePodCIDR + ",.svc,.cluster.local"},
@@ -267,10 +269,11 @@ func TestControlPlaneComponentPodAuthenticatesAcrossARenewal(t *testing.T) {
 		return strings.Split(strings.TrimSpace(string(b)), "\n")
 	}
 	// waitToken waits for a successful token of the component's identity from credentials whose
-	// not_before is (to the second, as the status has it) want.
+	// not_before is (to the second, as the status has it) want, at the authority the file names:
+	// Azure's public one, the pod setting none.
 	waitToken := func(what string, want time.Time) {
 		t.Helper()
-		line := "hcp-token ok appid " + *cpo.Properties.ClientID + " not_before "
+		line := "hcp-token ok appid " + *cpo.Properties.ClientID + " authority https://login.microsoftonline.com/ not_before "
 		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			for _, l := range logs() {
 				if nb, ok := strings.CutPrefix(l, line); ok {

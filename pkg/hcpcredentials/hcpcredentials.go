@@ -82,13 +82,9 @@ func Parse(b []byte) (File, []*x509.Certificate, crypto.PrivateKey, error) {
 type Options struct {
 	// Path is the credentials file; empty means $MANAGED_AZURE_HCP_CREDENTIALS_FILE_PATH.
 	Path string
-	// ClientOptions for the token requests (transport, retries); the authority host is the
-	// file's authentication_endpoint.
+	// ClientOptions for the token requests (transport, retries); the authority host is always
+	// the file's authentication_endpoint, as written (its Cloud setting is replaced).
 	ClientOptions azcore.ClientOptions
-	// AuthorityHost, when set, is used instead of the file's authentication_endpoint: for a
-	// component that reaches Entra ID under another name than the one the file was written
-	// with (behind a proxy that serves Azure's public names, say).
-	AuthorityHost string
 	// ReloadInterval is the slow timer besides file events (default 5 minutes).
 	ReloadInterval time.Duration
 	Clock          func() time.Time
@@ -107,6 +103,7 @@ type Credential struct {
 // Info describes the credential in use; never the secret.
 type Info struct {
 	ClientID, TenantID, ObjectID string
+	AuthorityHost                string // the file's authentication_endpoint
 	NotBefore, NotAfter          time.Time
 }
 
@@ -200,9 +197,6 @@ func (c *Credential) Reload() (bool, error) {
 		return false, nil
 	}
 	authority := f.AuthenticationEndpoint
-	if c.o.AuthorityHost != "" {
-		authority = c.o.AuthorityHost
-	}
 	opts := c.o.ClientOptions
 	opts.Cloud = azcloud.Configuration{ActiveDirectoryAuthorityHost: authority, Services: opts.Cloud.Services}
 	cred, err := azidentity.NewClientCertificateCredential(f.TenantID, f.ClientID, certs, key, &azidentity.ClientCertificateCredentialOptions{
@@ -233,7 +227,8 @@ func (c *Credential) current() File {
 // Current describes the credential in use.
 func (c *Credential) Current() Info {
 	f := c.current()
-	return Info{ClientID: f.ClientID, TenantID: f.TenantID, ObjectID: f.ObjectID, NotBefore: f.NotBefore, NotAfter: f.NotAfter}
+	return Info{ClientID: f.ClientID, TenantID: f.TenantID, ObjectID: f.ObjectID, AuthorityHost: f.AuthenticationEndpoint,
+		NotBefore: f.NotBefore, NotAfter: f.NotAfter}
 }
 
 // GetToken implements azcore.TokenCredential with the newest credential, or fails if it has

@@ -19,10 +19,11 @@
 //	                      (never the token)
 //	test-app hcp-token SCOPE EVERY  a hosted control plane's component: authenticates with the
 //	                      credentials file of MANAGED_AZURE_HCP_CREDENTIALS_FILE_PATH through
-//	                      pkg/hcpcredentials (AZURE_AUTHORITY_HOST, when set, instead of the file's
-//	                      authentication_endpoint), gets a token for SCOPE every EVERY with that one
-//	                      credential until SIGTERM, and prints each outcome with the appid claim
-//	                      and the not_before of the credentials file in use (never the token)
+//	                      pkg/hcpcredentials (at the file's authentication_endpoint, as written; the
+//	                      CA from SSL_CERT_FILE, the proxy from HTTPS_PROXY), gets a token for SCOPE
+//	                      every EVERY with that one credential until SIGTERM, and prints each
+//	                      outcome with the appid claim and the authority and not_before of the
+//	                      credentials file in use (never the token)
 //	test-app sleep        waits for SIGTERM
 //	test-app echo WORDS   prints its arguments and waits for SIGTERM (a container with logs)
 package main
@@ -268,17 +269,18 @@ func hcpToken(ctx context.Context, scope, period string, getenv func(string) str
 	if err != nil {
 		return fmt.Errorf("configure client: %w", err)
 	}
-	cred, err := hcpcredentials.New(ctx, hcpcredentials.Options{ClientOptions: opts, AuthorityHost: getenv("AZURE_AUTHORITY_HOST")})
+	cred, err := hcpcredentials.New(ctx, hcpcredentials.Options{ClientOptions: opts})
 	if err != nil {
 		return fmt.Errorf("load credentials: %w", err)
 	}
 	for {
 		tok, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
-		notBefore := cred.Current().NotBefore.UTC().Format(time.RFC3339Nano)
+		cur := cred.Current()
+		notBefore := cur.NotBefore.UTC().Format(time.RFC3339Nano)
 		if err != nil {
-			fmt.Fprintf(out, "hcp-token failed not_before %s: %v\n", notBefore, err)
+			fmt.Fprintf(out, "hcp-token failed authority %s not_before %s: %v\n", cur.AuthorityHost, notBefore, err)
 		} else {
-			fmt.Fprintf(out, "hcp-token ok appid %s not_before %s\n", claim(tok.Token, "appid"), notBefore)
+			fmt.Fprintf(out, "hcp-token ok appid %s authority %s not_before %s\n", claim(tok.Token, "appid"), cur.AuthorityHost, notBefore)
 		}
 		select {
 		case <-ctx.Done():

@@ -38,8 +38,9 @@ type Options struct {
 	Faults        *faults.Injector // the fault rules under /faults; nil = no such routes
 	Requests      *reqlog.Log      // the request log under /requests; nil = no such routes
 	CA            *pki.CA          // signs managed identities' credentials; nil = no such route
-	AuthorityHost string           // Entra ID's address, the credentials' authentication_endpoint
-	Skew          *Skew            // the clock's offset, moved by /clock/advance; nil = no such routes
+	// CredentialsAuthorityHost is the authentication_endpoint of the credentials it issues.
+	CredentialsAuthorityHost string
+	Skew                     *Skew // the clock's offset, moved by /clock/advance; nil = no such routes
 }
 
 // API is the admin API.

@@ -57,7 +57,7 @@ func (a *API) issueCredentials(r *http.Request) (httpx.Response, error) {
 	if p.Kind != entra.KindManagedIdentity {
 		return httpx.Response{}, &Error{http.StatusBadRequest, "InvalidRequestContent", "Credentials are issued to managed identities only."}
 	}
-	iss := &midataplane.Issuer{Directory: a.o.Entra.Directory, CA: a.o.CA, AuthorityHost: a.o.AuthorityHost, Clock: a.o.Clock}
+	iss := &midataplane.Issuer{Directory: a.o.Entra.Directory, CA: a.o.CA, AuthorityHost: a.o.CredentialsAuthorityHost, Clock: a.o.Clock}
 	f, err := iss.Issue(ctx, p, validity)
 	if err != nil {
 		return httpx.Response{}, err

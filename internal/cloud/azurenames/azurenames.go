@@ -74,6 +74,10 @@ func Allowed(host string) bool {
 // Authority is the public authority URL of a tenant, as the Key Vault challenge names it.
 func Authority(tenantID string) string { return "https://" + LoginHost + "/" + tenantID }
 
+// AuthorityHost is Azure's public authority host as clients configure it (azcore's
+// ActiveDirectoryAuthorityHost, a credentials file's authentication_endpoint).
+const AuthorityHost = "https://" + LoginHost + "/"
+
 // Issuer is the iss of v2 tokens Entra ID issues under its public name.
 func Issuer(tenantID string) string { return "https://" + LoginHost + "/" + tenantID + "/v2.0" }
 

@@ -35,7 +35,7 @@ const DefaultValidity = 90 * 24 * time.Hour
 type Issuer struct {
 	Directory     *entra.Directory
 	CA            *pki.CA // signs the certificates
-	AuthorityHost string  // Entra ID's address: the credentials' authentication_endpoint
+	AuthorityHost string  // the credentials' authentication_endpoint: where their holder reaches Entra ID
 	Clock         func() time.Time
 }
 

@@ -68,7 +68,7 @@ func TestRolloutToUpsClusterRunsTheApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chart, err := filepath.Abs(filepath.Join("..", "..", "internal", "rollout", "testdata", "app"))
+	chart, err := filepath.Abs(filepath.Join("..", "..", "internal", "rollout", "examplechart", "app"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,9 @@ import (
 	"github.com/cerulean/cerulean/internal/rollout"
 )
 
-// keyVaultSecretsOfficer is the built-in role that lets the vault's owner write its secret
+// officerRole (Key Vault Secrets Officer) is the built-in role that lets the vault's owner write its secret
 // (Owner gives no data access on an RBAC vault).
-const keyVaultSecretsOfficer = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
+const officerRole = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
 
 // AzureConfig is the cloud's bootstrap principal as the standard environment names it.
 func AzureConfig(az *cloud.Cloud) azure.Config {
@@ -158,10 +158,10 @@ func EnsureVault(ctx context.Context, az *cloud.Cloud, v Vault) (VaultInfo, erro
 		return VaultInfo{}, fmt.Errorf("create vault %s: %w", v.Name, err)
 	}
 	owner := az.Settings().ObjectID
-	name := uuid.NewSHA1(uuid.NameSpaceURL, []byte(info.ID+"|"+keyVaultSecretsOfficer+"|"+owner)).String()
+	name := uuid.NewSHA1(uuid.NameSpaceURL, []byte(info.ID+"|"+officerRole+"|"+owner)).String()
 	if _, err := roles.Create(ctx, info.ID, name, armauthorization.RoleAssignmentCreateParameters{
 		Properties: &armauthorization.RoleAssignmentProperties{
-			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + keyVaultSecretsOfficer),
+			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + officerRole),
 			PrincipalID:      to.Ptr(owner), PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
 		},
 	}, nil); err != nil {

@@ -21,9 +21,9 @@ import (
 )
 
 // MaxClusters bounds Options.Clusters. Each cluster beyond the first is a real control plane of
-// its own (etcd, kube-apiserver, kube-controller-manager: about 0.5 GiB of memory and 15 s of
-// CPU to start); ten is the largest fleet the rollout benchmark measures and already takes
-// several GiB, more than a laptop running other work can spare.
+// its own (etcd, kube-apiserver, kube-controller-manager: about 0.4 GiB of memory, idle); ten is
+// the largest fleet the rollout benchmark measures and already holds 4 GiB, more than a laptop
+// running other work can spare.
 const MaxClusters = 10
 
 // The example rollout of `up --clusters N` (N > 1), written into the data directory.

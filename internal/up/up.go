@@ -58,7 +58,7 @@ const PodEnvFileName = "pod.env"
 // Run starts everything, writes DIR/env, and runs until ctx ends or a component fails.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Clusters < 1 || opts.Clusters > MaxClusters {
-		return fmt.Errorf("--clusters %d: run 1 to %d clusters (each one beyond the first is a control plane of its own, about 0.5 GiB of memory)", opts.Clusters, MaxClusters)
+		return fmt.Errorf("--clusters %d: run 1 to %d clusters (each one beyond the first is a control plane of its own, about 0.4 GiB of memory)", opts.Clusters, MaxClusters)
 	}
 	dataDir, err := filepath.Abs(opts.DataDir)
 	if err != nil {

@@ -47,8 +47,8 @@ images: ## Build the local node's images (cerulean, pause, test-app) into bin/im
 	@go run ./hack/images -out $(BIN)/images -ldflags '$(LDFLAGS)'
 
 .PHONY: up
-up: build control-plane $(NODE_DEPS) ## Run the whole system on this machine (state in DATA_DIR=.cerulean)
-	$(BIN)/cerulean up --data-dir $(DATA_DIR)
+up: build control-plane $(NODE_DEPS) ## Run the whole system on this machine (state in DATA_DIR=.cerulean; flags in UP_FLAGS, e.g. UP_FLAGS="--clusters 3")
+	$(BIN)/cerulean up --data-dir $(DATA_DIR) $(UP_FLAGS)
 
 .PHONY: test-deps
 test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables from Debian; Debian's Node.js unpacked; first run only)

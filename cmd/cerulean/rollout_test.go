@@ -11,7 +11,7 @@ import (
 // `cerulean rollout --dry-run` prints the plan from the file alone; without -f it refuses.
 func TestRolloutCommandDryRun(t *testing.T) {
 	dir := t.TempDir()
-	chart, err := filepath.Abs(filepath.Join("..", "..", "internal", "rollout", "testdata", "app"))
+	chart, err := filepath.Abs(filepath.Join("..", "..", "internal", "rollout", "examplechart", "app"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -11,7 +12,7 @@ import (
 )
 
 func newUpCommand() *cobra.Command {
-	opts := up.Options{}
+	opts := up.Options{Clusters: 1}
 	var node, noNode bool
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -19,7 +20,13 @@ func newUpCommand() *cobra.Command {
 		Long: `Starts a real local control plane (etcd, kube-apiserver, kube-controller-manager), the
 local cloud, the manager and, as root, a real node (containerd, kubelet, kube-scheduler) that
 runs pods; writes DIR/kubeconfig and, once everything is ready, DIR/proxy.env (for clients that
-keep Azure's public names and use the cloud's proxy) and DIR/env.`,
+keep Azure's public names and use the cloud's proxy) and DIR/env.
+
+With --clusters N, clusters 2..N are more control planes without a node (etcd,
+kube-apiserver, kube-controller-manager in DIR/clusters/NAME, kubeconfig there), each
+registered in the local cloud as a managed cluster bound to its own issuer; up then also
+creates a shared Key Vault with a secret and writes DIR/rollout.yaml, a rollout of an
+example chart to every cluster: source DIR/env, then cerulean rollout -f DIR/rollout.yaml.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if node && noNode {
@@ -36,6 +43,7 @@ keep Azure's public names and use the cloud's proxy) and DIR/env.`,
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".cerulean", "directory for all state; running again on it resumes")
 	cmd.Flags().StringVar(&opts.CloudAddr, "cloud-addr", "127.0.0.1:8443", "address of the local cloud (port 0: a free port on every start)")
 	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy-addr", cloud.DefaultProxyAddr, "the local cloud's forward proxy for Azure's public names (0: a free port on every start)")
+	cmd.Flags().IntVar(&opts.Clusters, "clusters", 1, fmt.Sprintf("number of clusters, 1 to %d: the others are control planes without a node, and DIR/rollout.yaml rolls out to all", up.MaxClusters))
 	cmd.Flags().StringVar(&opts.BinDir, "bin-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: next to this binary)")
 	return cmd
 }

@@ -10,7 +10,7 @@ import (
 // copyChart copies the test chart to a new directory with every file's time set to mtime.
 func copyChart(t *testing.T, mtime time.Time) string {
 	t.Helper()
-	src := filepath.Join("testdata", "app")
+	src := filepath.Join("examplechart", "app")
 	dst := filepath.Join(t.TempDir(), "app")
 	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {

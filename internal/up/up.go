@@ -37,6 +37,11 @@ type Options struct {
 	Node bool
 	// NodeWait bounds the wait for another node on this machine to stop; 0 fails at once.
 	NodeWait time.Duration
+	// Clusters is the number of clusters, 1 to MaxClusters: up's own, then control planes
+	// without a node (DIR/clusters/NAME), each registered in the local cloud as a managed
+	// cluster bound to its own issuer. With more than one, up also writes an example rollout
+	// (DIR/rollout.yaml) naming them all.
+	Clusters int
 }
 
 // EnvFileName is written last, once everything is ready: its presence means "ready".
@@ -52,6 +57,9 @@ const PodEnvFileName = "pod.env"
 
 // Run starts everything, writes DIR/env, and runs until ctx ends or a component fails.
 func Run(ctx context.Context, opts Options) error {
+	if opts.Clusters < 1 || opts.Clusters > MaxClusters {
+		return fmt.Errorf("--clusters %d: run 1 to %d clusters (each one beyond the first is a control plane of its own, about 0.4 GiB of memory)", opts.Clusters, MaxClusters)
+	}
 	dataDir, err := filepath.Abs(opts.DataDir)
 	if err != nil {
 		return fmt.Errorf("resolve data directory: %w", err)
@@ -60,7 +68,8 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 	}
 	envPath, proxyEnvPath, podEnvPath := filepath.Join(dataDir, EnvFileName), filepath.Join(dataDir, ProxyEnvFileName), filepath.Join(dataDir, PodEnvFileName)
-	for _, p := range []string{envPath, proxyEnvPath, podEnvPath} {
+	rolloutPath := filepath.Join(dataDir, RolloutFileName)
+	for _, p := range []string{envPath, proxyEnvPath, podEnvPath, rolloutPath} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
 		}
@@ -75,9 +84,23 @@ func Run(ctx context.Context, opts Options) error {
 		_ = os.Remove(envPath)
 		_ = os.Remove(proxyEnvPath)
 		_ = os.Remove(podEnvPath)
+		_ = os.Remove(rolloutPath)
+		_ = os.RemoveAll(filepath.Join(dataDir, RolloutChartDir))
 		fmt.Fprintln(opts.Out, "stopping…")
 		cp.Stop()
 	}()
+
+	var extras []*extraCluster
+	trust := [][]byte{cp.CACertPEM} // federated exchange fetches the cluster issuer's keys
+	if opts.Clusters > 1 {
+		if extras, err = startExtraClusters(ctx, opts.Out, dataDir, opts.BinDir, opts.Clusters); err != nil {
+			return err
+		}
+		defer devenv.StopPlanes(planesOf(extras))
+		for _, e := range extras {
+			trust = append(trust, e.cp.CACertPEM)
+		}
+	}
 
 	fmt.Fprintln(opts.Out, "starting the local cloud…")
 	cloudLog, err := os.OpenFile(filepath.Join(dataDir, "logs", "cloud.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -89,7 +112,7 @@ func Run(ctx context.Context, opts Options) error {
 		Addr:      opts.CloudAddr,
 		ProxyAddr: opts.ProxyAddr,
 		DataDir:   filepath.Join(dataDir, "cloud"),
-		TrustCAs:  [][]byte{cp.CACertPEM}, // federated exchange fetches the cluster issuer's keys
+		TrustCAs:  trust,
 		Logger:    slog.New(slog.NewJSONHandler(cloudLog, nil)),
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -100,8 +123,11 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer az.Close()
 
-	clusterID, issuer, err := registerCluster(ctx, az, cp.IssuerURL)
+	clusterID, issuer, err := registerCluster(ctx, az, clusterName, cp.IssuerURL)
 	if err != nil {
+		return err
+	}
+	if err := registerExtraClusters(ctx, opts.Out, az, extras); err != nil {
 		return err
 	}
 
@@ -173,15 +199,24 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
+	if len(extras) > 0 {
+		if _, err := writeExampleRollout(ctx, opts.Out, az, dataDir, clusterID, cp.Kubeconfig, extras); err != nil {
+			return err
+		}
+	}
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
 	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID),
 		"CERULEAN_CSI_PROVIDER_SOCKET="+shellenv.Quote(csiSocket))
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
-	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, podProxyURL, node, agent)
+	clusters := ""
+	if len(extras) > 0 {
+		clusters = clustersSummary(clusterID, cp.Kubeconfig, node != nil, extras, rolloutPath, envPath)
+	}
+	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, podProxyURL, node, agent, clusters)
 
-	exited, which := cp.Exited()
+	exited, which := exitedOf(cp, extras)
 	var nodeExited, agentExited <-chan struct{}
 	nodeWhich := func() error { return nil }
 	if node != nil {
@@ -205,7 +240,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 }
 
-func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath, podProxyURL string, node *devenv.Node, agent *nodeAgent) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath, podProxyURL string, node *devenv.Node, agent *nodeAgent, clusters string) {
 	proxyLine := ""
 	if az.ProxyURL != "" {
 		proxyLine = fmt.Sprintf("  proxy               %s  (Azure's public names; source %s)\n",
@@ -235,6 +270,6 @@ Use it:
   source %s
   bin/kubectl get namespaces
 
-Ctrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath)
+%sCtrl-C stops everything; run again with the same --data-dir to resume.
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath, clusters)
 }

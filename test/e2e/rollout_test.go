@@ -3,143 +3,164 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
-	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
-	"github.com/google/uuid"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cerulean/cerulean/internal/rollout"
+	cerup "github.com/cerulean/cerulean/internal/up"
 )
 
-// `cerulean rollout` against the cluster of `up`, with its DIR/env as the environment: the app's
-// chart is installed, the in-cluster webhook mutates the app's pod, and the pod, on the real
-// node, reads the vault secret with the identity the rollout made (the Azure SDK's
-// DefaultAzureCredential in the test-app image, through the projected token). A second run
-// changes nothing.
-func TestRolloutToUpsClusterRunsTheApp(t *testing.T) {
-	if !hasNode(t) {
-		t.Skip("the app's pod needs the local node")
-	}
+// `cerulean up --clusters 3`, then `cerulean rollout -f DIR/rollout.yaml` with DIR/env as the
+// environment, as docs/rollout.md tells a user: up prints each cluster's ARM id and kubeconfig,
+// each cluster is bound in the local cloud to its own control plane's issuer, and the example
+// rollout up wrote converges all three (verify reads the vault secret with each cluster's own
+// identity). With the real node, up's own cluster runs the app: its pod, mutated by the
+// in-cluster webhook, reads the secret with the identity the rollout made (the Azure SDK's
+// DefaultAzureCredential in the test-app image, through the projected token); the other clusters
+// have no node, their pods stay Pending. A second run changes nothing, and a Ctrl-C of up stops
+// every cluster's processes and removes the example rollout.
+func TestRolloutToUpsClustersRunsTheApp(t *testing.T) {
 	dir := t.TempDir()
-	up := startUp(t, dir)
+	up := startUp(t, dir, "--clusters", "3")
 	env := waitForEnv(t, up, dir)
-	defer stopAndCheck(t, up, dir, syscall.SIGINT)
 	ctx := t.Context()
-	kubeconfig := env["KUBECONFIG"]
+	kubeconfigs := []string{env["KUBECONFIG"], filepath.Join(dir, "clusters", "cerulean-local-2", "kubeconfig"), filepath.Join(dir, "clusters", "cerulean-local-3", "kubeconfig")}
 
-	// The shared vault and its secret, as the platform team has them before any rollout.
+	// Each cluster: its ARM id and kubeconfig in up's summary, and ARM reports as its issuer
+	// the API server its kubeconfig names (its own control plane's), different for each.
 	opts := clientOptions(t, env)
 	admin, err := azidentity.NewClientSecretCredential(env["AZURE_TENANT_ID"], env["AZURE_CLIENT_ID"], env["AZURE_CLIENT_SECRET"],
 		&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	armOpts := &arm.ClientOptions{ClientOptions: opts}
-	sub := env["AZURE_SUBSCRIPTION_ID"]
-	rg, _ := resourceGroupAndName(t, env["CERULEAN_CLUSTER_ID"])
-	vaultURI, vaultID := createRBACVault(t, sub, admin, armOpts, rg, env["AZURE_TENANT_ID"])
-	adminToken, err := admin.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{armScope(env)}})
+	clusters, err := armcontainerservice.NewManagedClustersClient(env["AZURE_SUBSCRIPTION_ID"], admin, &arm.ClientOptions{ClientOptions: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grant(t, sub, admin, armOpts, vaultID, keyVaultSecretsOfficer, claim(t, adminToken.Token, "oid"))
-	const secretValue = "s3cr3t-rollout"
-	if _, err := secretsClient(t, vaultURI, admin, opts).SetSecret(ctx, "db-password", azsecrets.SetSecretParameters{Value: to.Ptr(secretValue)}, nil); err != nil {
-		t.Fatalf("set secret: %v", err)
+	issuers := map[string]bool{}
+	for i, kc := range kubeconfigs {
+		name := cerup.ClusterName(i + 1)
+		id := "/subscriptions/" + env["AZURE_SUBSCRIPTION_ID"] + "/resourceGroups/cerulean/providers/Microsoft.ContainerService/managedClusters/" + name
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(id) + ` +` + regexp.QuoteMeta(kc) + ` `).MatchString(up.output.String()) {
+			t.Errorf("up's summary does not list %s with its id %s and kubeconfig %s:\n%s", name, id, kc, up.output.String())
+		}
+		mc, err := clusters.Get(ctx, "cerulean", name, nil)
+		if err != nil {
+			t.Fatalf("get cluster %s: %v", name, err)
+		}
+		server := kubectl(t, kc, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}")
+		if p := mc.Properties; p == nil || p.OidcIssuerProfile == nil || p.OidcIssuerProfile.IssuerURL == nil || *p.OidcIssuerProfile.IssuerURL != server {
+			t.Errorf("cluster %s: ARM's issuer is not its control plane's %s: %+v", name, server, mc.Properties)
+		}
+		issuers[server] = true
+	}
+	if len(issuers) != 3 {
+		t.Errorf("three clusters with %d different issuers, want 3", len(issuers))
 	}
 
-	ca, err := os.ReadFile(env["SSL_CERT_FILE"])
+	// The secret up put into the shared vault, read by its owner (up's bootstrap principal).
+	path := filepath.Join(dir, cerup.RolloutFileName)
+	cfg, err := rollout.Load(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("up's example rollout: %v", err)
 	}
-	chart, err := filepath.Abs(filepath.Join("..", "..", "internal", "rollout", "testdata", "app"))
-	if err != nil {
-		t.Fatal(err)
+	if len(cfg.Clusters) != 3 {
+		t.Fatalf("up's example rollout names %d clusters, want 3", len(cfg.Clusters))
 	}
-	file, err := yaml.Marshal(map[string]any{
-		"clusters": []any{map[string]any{"id": env["CERULEAN_CLUSTER_ID"], "kubeconfig": kubeconfig}},
-		"keyVault": map[string]any{"id": vaultID, "verifySecret": "db-password"},
-		"role":     "Key Vault Secrets User",
-		"identity": map[string]any{"suffix": "-app"},
-		"app": map[string]any{"chart": chart, "values": map[string]any{
-			// The test-app without arguments reads the secret once and exits; the local cloud
-			// listens on the node's loopback, hence the host network, and its CA is private.
-			"args": []any{}, "hostNetwork": true, "cloudCA": string(ca),
-			"vault": map[string]any{"url": vaultURI, "secret": "db-password"},
-		}},
-		"namespace":      "rollout-app",
-		"serviceAccount": "app",
-	})
-	if err != nil {
-		t.Fatal(err)
+	vaultURI := cfg.App.Values["vault"].(map[string]any)["url"].(string)
+	got, err := secretsClient(t, vaultURI, admin, opts).GetSecret(ctx, cerup.RolloutSecret, "", nil)
+	if err != nil || got.Value == nil {
+		t.Fatalf("read the example secret as the vault's owner: %v", err)
 	}
-	path := filepath.Join(t.TempDir(), "rollout.yaml")
-	if err := os.WriteFile(path, file, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secretValue := *got.Value
+
 	getenv := func(k string) string { return env[k] }
-
 	var table bytes.Buffer
 	if err := rollout.RunCLI(ctx, rollout.CLIOptions{File: path, Getenv: getenv, Out: &table, Progress: &table}); err != nil {
 		t.Fatalf("rollout: %v\n%s", err, table.String())
 	}
 	t.Logf("rollout:\n%s", table.String())
-
-	// The app's pod: mutated by the in-cluster webhook, it reads the secret.
-	cs := clientset(t, kubeconfig)
-	var logs string
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods("rollout-app").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=app"})
-		if err != nil || len(pods.Items) == 0 {
-			return false, nil
+	for i := range kubeconfigs {
+		// The issuer is on already (up registers the clusters as a user of workload identity
+		// has them); everything else is new, and verify reads the secret.
+		if line := tableLine(t, table.String(), cerup.ClusterName(i+1)); line != cerup.ClusterName(i+1)+" done changed changed changed changed done" {
+			t.Errorf("first run: %q, want the identity, credential, role and release made and verify done", line)
 		}
-		p := pods.Items[0]
-		if !mutated(p) {
-			t.Fatalf("the app's pod was not mutated: %+v", p.Spec.Containers[0].Env)
-		}
-		if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].RestartCount == 0 && p.Status.ContainerStatuses[0].State.Terminated == nil {
-			return false, nil
-		}
-		out, err := cs.CoreV1().Pods("rollout-app").GetLogs(p.Name, &corev1.PodLogOptions{Previous: p.Status.ContainerStatuses[0].State.Terminated == nil}).DoRaw(ctx)
-		logs = string(out)
-		return err == nil && strings.Contains(logs, "read secret"), nil
-	})
-	if err != nil {
-		t.Fatalf("the app's pod did not read the secret: %v\n%s", err, logs)
 	}
-	secretReadLine(t, logs, "db-password", secretValue)
+
+	if hasNode(t) {
+		// The app's pod on up's own cluster: mutated by the in-cluster webhook, it reads the
+		// secret (every 30 s, the example's readEvery).
+		cs := clientset(t, kubeconfigs[0])
+		var logs string
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			pods, err := cs.CoreV1().Pods(cerup.RolloutNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=app"})
+			if err != nil || len(pods.Items) == 0 {
+				return false, nil
+			}
+			p := pods.Items[0]
+			if !mutated(p) {
+				t.Fatalf("the app's pod was not mutated: %+v", p.Spec.Containers[0].Env)
+			}
+			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+				return false, nil
+			}
+			out, err := cs.CoreV1().Pods(cerup.RolloutNamespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			logs = string(out)
+			return err == nil && strings.Contains(logs, "read secret"), nil
+		})
+		if err != nil {
+			t.Fatalf("the app's pod did not read the secret: %v\n%s", err, logs)
+		}
+		secretReadLine(t, logs, cerup.RolloutSecret, secretValue)
+	}
 
 	// Converged: a second run finds every step done.
 	table.Reset()
 	if err := rollout.RunCLI(ctx, rollout.CLIOptions{File: path, Getenv: getenv, Out: &table}); err != nil {
 		t.Fatalf("second rollout: %v\n%s", err, table.String())
 	}
-	for _, l := range strings.Split(table.String(), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] != "CLUSTER" {
-			if got := strings.Join(f[1:], " "); got != "done done done done done done" {
-				t.Errorf("second run: %s, want every step done", l)
-			}
+	for i := range kubeconfigs {
+		if line := tableLine(t, table.String(), cerup.ClusterName(i+1)); line != cerup.ClusterName(i+1)+" done done done done done done" {
+			t.Errorf("second run: %q, want every step done", line)
 		}
 	}
 	if strings.Contains(table.String(), secretValue) {
 		t.Error("the secret's value reached the rollout's output")
 	}
+
+	stopAndCheck(t, up, dir, syscall.SIGINT) // no process of any cluster is left
+	for _, f := range []string{cerup.RolloutFileName, cerup.RolloutChartDir} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still present after up stopped: %v", f, err)
+		}
+	}
+}
+
+// tableLine is the row of cluster name in rollout's table, fields joined by single spaces.
+func tableLine(t *testing.T, table, name string) string {
+	t.Helper()
+	for _, l := range strings.Split(table, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+			return strings.Join(f, " ")
+		}
+	}
+	t.Fatalf("no row for %s in:\n%s", name, table)
+	return ""
 }
 
 // mutated reports whether the workload identity webhook gave the pod its token file.
@@ -150,52 +171,4 @@ func mutated(p corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// keyVaultSecretsOfficer is the built-in role's id: it may read and write secrets.
-const keyVaultSecretsOfficer = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
-
-// createRBACVault creates the rollout's shared vault, RBAC-authorised as a platform team has it.
-func createRBACVault(t *testing.T, sub string, cred azcore.TokenCredential, opts *arm.ClientOptions, rg, tenant string) (uri, id string) {
-	t.Helper()
-	vaults, err := armkeyvault.NewVaultsClient(sub, cred, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "e2e" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	poller, err := vaults.BeginCreateOrUpdate(t.Context(), rg, name, armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr("local"),
-		Properties: &armkeyvault.VaultProperties{
-			TenantID:                to.Ptr(tenant),
-			SKU:                     &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
-			EnableRbacAuthorization: to.Ptr(true),
-		},
-	}, nil)
-	if err != nil {
-		t.Fatalf("create vault: %v", err)
-	}
-	v, err := poller.PollUntilDone(t.Context(), nil)
-	if err != nil {
-		t.Fatalf("create vault: %v", err)
-	}
-	return *v.Properties.VaultURI, *v.ID
-}
-
-// grant assigns role on scope to principalID through ARM.
-func grant(t *testing.T, sub string, cred azcore.TokenCredential, opts *arm.ClientOptions, scope, role, principalID string) {
-	t.Helper()
-	c, err := armauthorization.NewRoleAssignmentsClient(sub, cred, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Create(t.Context(), scope, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{
-		Properties: &armauthorization.RoleAssignmentProperties{
-			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + role),
-			PrincipalID:      to.Ptr(principalID),
-			PrincipalType:    to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
-		},
-	}, nil)
-	if err != nil {
-		t.Fatalf("assign role %s: %v", role, err)
-	}
 }

@@ -7,25 +7,17 @@ package rollouttest
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
-	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/devenv/fleet"
+	"github.com/cerulean/cerulean/internal/rollout"
+	"github.com/cerulean/cerulean/internal/rollout/examplechart"
 )
 
 // Names of the lab.
@@ -38,8 +30,6 @@ const (
 	SecretName     = "db-password"
 	// Role is granted by name, as a user writes it.
 	Role = "Key Vault Secrets User"
-	// officerRole (Key Vault Secrets Officer) lets the lab's owner write the secret (Owner gives no data access).
-	officerRole = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
 )
 
 // Lab is a set of clusters and a vault in the cloud, and the rollout file that names them.
@@ -63,21 +53,14 @@ type Options struct {
 	// planes are shared, each cluster's app gets a namespace of its own (app-NAME).
 	Clusters int
 	Planes   []*devenv.ControlPlane
-	// Chart is the app's chart; empty means this package's testdata chart.
+	// Chart is the app's chart; empty means the example chart (ChartDir).
 	Chart string
 	// Namespace is the app's namespace; empty means Namespace ("app").
 	Namespace string
 }
 
 // AzureConfig is the cloud's bootstrap principal as the standard environment names it.
-func AzureConfig(az *cloud.Cloud) azure.Config {
-	s := az.Settings()
-	return azure.Config{
-		TenantID: s.TenantID, SubscriptionID: s.SubscriptionID, ClientID: s.ClientID, ClientSecret: s.ClientSecret,
-		AuthorityHost: s.AuthorityHost, ResourceManagerEndpoint: s.ResourceManagerEndpoint,
-		ResourceManagerAudience: s.ResourceManagerAudience, CAFile: s.CAFile,
-	}
-}
+func AzureConfig(az *cloud.Cloud) azure.Config { return fleet.AzureConfig(az) }
 
 // Getenv serves cfg as the AZURE_* variables.
 func Getenv(cfg azure.Config) func(string) string {
@@ -90,11 +73,8 @@ func Getenv(cfg azure.Config) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
-// ChartDir is the test app's chart in this package's testdata.
-func ChartDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "app")
-}
+// ChartDir is the example app's chart (internal/rollout/examplechart).
+func ChartDir() string { return examplechart.Dir() }
 
 // ClusterName is the name of cluster i (0-based).
 func ClusterName(i int) string { return fmt.Sprintf("aks-%d", i+1) }
@@ -107,140 +87,53 @@ func New(ctx context.Context, az *cloud.Cloud, o Options) (*Lab, error) {
 		return nil, fmt.Errorf("new lab: clusters and planes are required")
 	}
 	l := &Lab{Azure: AzureConfig(az), Planes: make([]*devenv.ControlPlane, o.Clusters)}
-	cred, err := l.Azure.Credential()
-	if err != nil {
-		return nil, fmt.Errorf("new lab: %w", err)
-	}
-	opts, err := l.Azure.ARMOptions()
-	if err != nil {
-		return nil, fmt.Errorf("new lab: %w", err)
-	}
-	sub := l.Azure.SubscriptionID
-	groups, err := armresources.NewResourceGroupsClient(sub, cred, opts)
-	if err != nil {
-		return nil, err
-	}
-	for _, g := range []string{ClusterGroup, SharedGroup} {
-		if _, err := groups.CreateOrUpdate(ctx, g, armresources.ResourceGroup{Location: to.Ptr(Location)}, nil); err != nil {
-			return nil, fmt.Errorf("create resource group %s: %w", g, err)
-		}
-	}
-	clusters, err := armcontainerservice.NewManagedClustersClient(sub, cred, opts)
-	if err != nil {
-		return nil, err
-	}
 	shared := o.Clusters > len(o.Planes)
 	ns := o.Namespace
 	if ns == "" {
 		ns = Namespace
 	}
-	type fileCluster struct {
-		ID         string `json:"id"`
-		Kubeconfig string `json:"kubeconfig"`
-		Namespace  string `json:"namespace,omitempty"`
-	}
-	var fcs []fileCluster
+	var fcs []rollout.Cluster
 	for i := range o.Clusters {
 		name := ClusterName(i)
-		poller, err := clusters.BeginCreateOrUpdate(ctx, ClusterGroup, name, armcontainerservice.ManagedCluster{
-			Location: to.Ptr(Location), Properties: &armcontainerservice.ManagedClusterProperties{DNSPrefix: to.Ptr(name)},
-		}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("create cluster %s: %w", name, err)
-		}
-		mc, err := poller.PollUntilDone(ctx, nil)
-		if err != nil {
-			return nil, fmt.Errorf("create cluster %s: %w", name, err)
-		}
 		cp := o.Planes[i%len(o.Planes)]
-		if err := az.BindCluster(ctx, *mc.ID, cp.IssuerURL); err != nil {
+		id, err := fleet.Register(ctx, az, fleet.Cluster{ResourceGroup: ClusterGroup, Name: name, Location: Location, Issuer: cp.IssuerURL})
+		if err != nil {
 			return nil, err
 		}
-		l.ClusterIDs = append(l.ClusterIDs, *mc.ID)
+		l.ClusterIDs = append(l.ClusterIDs, id)
 		l.Planes[i] = cp
-		fc := fileCluster{ID: *mc.ID, Kubeconfig: cp.Kubeconfig}
+		fc := rollout.Cluster{ID: id, Kubeconfig: cp.Kubeconfig}
 		if shared {
 			fc.Namespace = ns + "-" + name
 		}
 		fcs = append(fcs, fc)
 	}
-	if err := l.vault(ctx, cred, opts, az.Settings().ObjectID); err != nil {
+	vault, err := fleet.EnsureVault(ctx, az, fleet.Vault{
+		ResourceGroup: SharedGroup, Name: "ro" + strings.ReplaceAll(uuid.NewString(), "-", "")[:14], Location: Location,
+		SecretName: SecretName, SecretValue: "s3cr3t-" + uuid.NewString()[:8],
+	})
+	if err != nil {
 		return nil, err
 	}
+	l.VaultID, l.VaultURI, l.SecretValue = vault.ID, vault.URI, vault.SecretValue
 	chart := o.Chart
 	if chart == "" {
 		chart = ChartDir()
 	}
-	file := map[string]any{
-		"clusters": fcs,
-		"keyVault": map[string]any{"id": l.VaultID, "verifySecret": SecretName},
-		"role":     Role,
-		"identity": map[string]any{"suffix": "-app"},
-		"app": map[string]any{
-			"chart":  chart,
-			"values": map[string]any{"vault": map[string]any{"url": l.VaultURI, "secret": SecretName}},
+	l.File = filepath.Join(o.Dir, "rollout.yaml")
+	if err := fleet.WriteRolloutFile(l.File, rollout.Config{
+		Clusters: fcs,
+		KeyVault: rollout.KeyVault{ID: l.VaultID, VerifySecret: SecretName},
+		Role:     Role,
+		Identity: rollout.Identity{Suffix: "-app"},
+		App: rollout.App{
+			Chart:  chart,
+			Values: map[string]any{"vault": map[string]any{"url": l.VaultURI, "secret": SecretName}},
 		},
-		"namespace":      ns,
-		"serviceAccount": ServiceAccount,
-	}
-	b, err := yaml.Marshal(file)
-	if err != nil {
+		Namespace:      ns,
+		ServiceAccount: ServiceAccount,
+	}); err != nil {
 		return nil, err
 	}
-	l.File = filepath.Join(o.Dir, "rollout.yaml")
-	if err := os.WriteFile(l.File, b, 0o600); err != nil {
-		return nil, fmt.Errorf("write rollout file: %w", err)
-	}
 	return l, nil
-}
-
-// vault creates the RBAC vault and its secret, written by the owner as Secrets Officer.
-func (l *Lab) vault(ctx context.Context, cred azcore.TokenCredential, opts *arm.ClientOptions, owner string) error {
-	sub := l.Azure.SubscriptionID
-	vaults, err := armkeyvault.NewVaultsClient(sub, cred, opts)
-	if err != nil {
-		return err
-	}
-	name := "ro" + strings.ReplaceAll(uuid.NewString(), "-", "")[:14]
-	poller, err := vaults.BeginCreateOrUpdate(ctx, SharedGroup, name, armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr(Location),
-		Properties: &armkeyvault.VaultProperties{
-			TenantID:                to.Ptr(l.Azure.TenantID),
-			SKU:                     &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
-			EnableRbacAuthorization: to.Ptr(true),
-		},
-	}, nil)
-	if err != nil {
-		return fmt.Errorf("create vault: %w", err)
-	}
-	v, err := poller.PollUntilDone(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("create vault: %w", err)
-	}
-	l.VaultID, l.VaultURI = *v.ID, *v.Properties.VaultURI
-	roles, err := armauthorization.NewRoleAssignmentsClient(sub, cred, opts)
-	if err != nil {
-		return err
-	}
-	if _, err := roles.Create(ctx, l.VaultID, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{
-		Properties: &armauthorization.RoleAssignmentProperties{
-			RoleDefinitionID: to.Ptr("/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + officerRole),
-			PrincipalID:      to.Ptr(owner), PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
-		},
-	}, nil); err != nil {
-		return fmt.Errorf("grant the owner Secrets Officer: %w", err)
-	}
-	sopts, err := l.Azure.SecretsOptions()
-	if err != nil {
-		return err
-	}
-	secrets, err := azsecrets.NewClient(l.VaultURI, cred, sopts)
-	if err != nil {
-		return err
-	}
-	l.SecretValue = "s3cr3t-" + uuid.NewString()[:8]
-	if _, err := secrets.SetSecret(ctx, SecretName, azsecrets.SetSecretParameters{Value: to.Ptr(l.SecretValue)}, nil); err != nil {
-		return fmt.Errorf("set secret: %w", err)
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/devenv/fleet"
 	"github.com/cerulean/cerulean/internal/rollout"
@@ -103,7 +104,7 @@ func registerExtraClusters(ctx context.Context, out io.Writer, az *cloud.Cloud, 
 
 // writeExampleRollout makes the shared vault with its secret (kept across restarts) and writes
 // DIR/rollout-chart and DIR/rollout.yaml, naming every cluster.
-func writeExampleRollout(ctx context.Context, out io.Writer, az *cloud.Cloud, dataDir, clusterID, kubeconfig string, extras []*extraCluster) (string, error) {
+func writeExampleRollout(ctx context.Context, out io.Writer, az *cloud.Cloud, dataDir, clusterID, kubeconfig, podProxyURL string, extras []*extraCluster) (string, error) {
 	fmt.Fprintf(out, "creating the shared Key Vault %s and the example rollout…\n", RolloutVault)
 	value, err := randomSecret()
 	if err != nil {
@@ -131,6 +132,26 @@ func writeExampleRollout(ctx context.Context, out io.Writer, az *cloud.Cloud, da
 	for _, e := range extras {
 		clusters = append(clusters, rollout.Cluster{ID: e.id, Kubeconfig: e.cp.Kubeconfig})
 	}
+	values := map[string]any{
+		// The app reads the secret every 30 s and prints one line per read. Only up's own
+		// cluster has a node to run it; the others' pods stay Pending, and the rollout's verify
+		// step proves their identities without a pod. The cloud's CA is private.
+		"args": []any{}, "readEvery": "30s", "cloudCA": string(ca),
+		// On the pod network, the app reaches Entra ID and the vault under Azure's names through
+		// the cloud's proxy for pods, as it would reach Azure.
+		"env": []any{
+			map[string]any{"name": "HTTPS_PROXY", "value": podProxyURL},
+			map[string]any{"name": "NO_PROXY", "value": podNoProxy},
+			map[string]any{"name": "AZURE_AUTHORITY_HOST", "value": azurenames.AuthorityHost},
+		},
+		"vault": map[string]any{"url": "https://" + RolloutVault + azurenames.VaultSuffix + "/", "secret": RolloutSecret},
+	}
+	if podProxyURL == "" {
+		// No proxy on a node's address: the app can only reach the cloud on loopback.
+		delete(values, "env")
+		values["hostNetwork"] = true
+		values["vault"] = map[string]any{"url": vault.URI, "secret": RolloutSecret}
+	}
 	path := filepath.Join(dataDir, RolloutFileName)
 	err = fleet.WriteRolloutFile(path, rollout.Config{
 		Clusters: clusters,
@@ -138,17 +159,8 @@ func writeExampleRollout(ctx context.Context, out io.Writer, az *cloud.Cloud, da
 		Role:     "Key Vault Secrets User",
 		Identity: rollout.Identity{Suffix: "-app"},
 		App: rollout.App{
-			Chart: chart,
-			Values: map[string]any{
-				// The app reads the secret every 30 s and prints one line per read. Only up's
-				// own cluster has a node to run it; the others' pods stay Pending, and the
-				// rollout's verify step proves their identities without a pod.
-				"args": []any{}, "readEvery": "30s",
-				// The local cloud listens on the node's loopback (hence the host network) and
-				// its CA is private.
-				"hostNetwork": true, "cloudCA": string(ca),
-				"vault": map[string]any{"url": vault.URI, "secret": RolloutSecret},
-			},
+			Chart:  chart,
+			Values: values,
 		},
 		Namespace:      RolloutNamespace,
 		ServiceAccount: RolloutServiceAccount,

@@ -200,7 +200,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	if len(extras) > 0 {
-		if _, err := writeExampleRollout(ctx, opts.Out, az, dataDir, clusterID, cp.Kubeconfig, extras); err != nil {
+		if _, err := writeExampleRollout(ctx, opts.Out, az, dataDir, clusterID, cp.Kubeconfig, podProxyURL, extras); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -81,8 +82,17 @@ func TestRolloutToUpsClustersRunsTheApp(t *testing.T) {
 	if len(cfg.Clusters) != 3 {
 		t.Fatalf("up's example rollout names %d clusters, want 3", len(cfg.Clusters))
 	}
-	vaultURI := cfg.App.Values["vault"].(map[string]any)["url"].(string)
-	got, err := secretsClient(t, vaultURI, admin, opts).GetSecret(ctx, cerup.RolloutSecret, "", nil)
+	// The app reaches the vault under its public name; this test, on the machine, at the URI
+	// ARM gives.
+	vaults, err := armkeyvault.NewVaultsClient(env["AZURE_SUBSCRIPTION_ID"], admin, &arm.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault, err := vaults.Get(ctx, "cerulean", cerup.RolloutVault, nil)
+	if err != nil || vault.Properties == nil || vault.Properties.VaultURI == nil {
+		t.Fatalf("get the shared vault: %v", err)
+	}
+	got, err := secretsClient(t, *vault.Properties.VaultURI, admin, opts).GetSecret(ctx, cerup.RolloutSecret, "", nil)
 	if err != nil || got.Value == nil {
 		t.Fatalf("read the example secret as the vault's owner: %v", err)
 	}
@@ -103,8 +113,9 @@ func TestRolloutToUpsClustersRunsTheApp(t *testing.T) {
 	}
 
 	if hasNode(t) {
-		// The app's pod on up's own cluster: mutated by the in-cluster webhook, it reads the
-		// secret (every 30 s, the example's readEvery).
+		// The app's pod on up's own cluster, on the pod network: mutated by the in-cluster
+		// webhook, it reads the secret (every 30 s, the example's readEvery) under the vault's
+		// public name through the cloud's proxy for pods.
 		cs := clientset(t, kubeconfigs[0])
 		var logs string
 		err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -115,6 +126,9 @@ func TestRolloutToUpsClustersRunsTheApp(t *testing.T) {
 			p := pods.Items[0]
 			if !mutated(p) {
 				t.Fatalf("the app's pod was not mutated: %+v", p.Spec.Containers[0].Env)
+			}
+			if p.Spec.HostNetwork {
+				t.Fatal("the app's pod runs on the host's network; the example rollout puts it on the pod network")
 			}
 			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
 				return false, nil

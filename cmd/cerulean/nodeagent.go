@@ -27,6 +27,7 @@ func newNodeAgentCommand() *cobra.Command {
 	f.StringVar(&opts.NodeIP, "node-ip", os.Getenv("NODE_IP"), "node address pods' IMDS traffic is DNATed to ($NODE_IP)")
 	f.StringSliceVar(&opts.PodInterfaces, "pod-interfaces", []string{"cni0"}, "interfaces pods' traffic arrives on (names, or prefixes ending in '+': cni0,veth+); empty installs no DNAT rules")
 	f.StringVar(&opts.Table, "nft-table", nodeagent.DefaultTable, "the agent's own nftables table (family ip) holding its DNAT rules")
+	f.BoolVar(&opts.KeepRulesOnExit, "keep-rules-on-exit", false, "leave the DNAT rules when the agent exits: pods' IMDS requests fail until the next agent starts instead of reaching the node's IMDS (delete them with: nft delete table ip TABLE)")
 	f.StringVar(&opts.IMDSEndpoint, "imds-endpoint", "http://169.254.169.254", "the node's managed-identity endpoint (the local cloud's URL for a local node)")
 	f.StringVar(&opts.IdentityHeaderFile, "identity-header-file", "", "file with the local cloud's identity header of the node's VM or scale set")
 	f.StringVar(&opts.CAFile, "ca-file", "", "CA bundle of the managed-identity endpoint and of Entra ID (local cloud)")

@@ -41,6 +41,10 @@ type Options struct {
 	PodInterfaces []string
 	// Table is the agent's own nftables table (default cerulean-node-agent).
 	Table string
+	// KeepRulesOnExit leaves the DNAT rules in place when Run returns: until the next agent
+	// replaces them, pods' IMDS requests are refused instead of reaching the node's IMDS, which
+	// would answer any pod with the node's identities (an agent's restart or upgrade).
+	KeepRulesOnExit bool
 	// Tokens gets tokens from the node's managed-identity endpoint.
 	Tokens Source
 	// Entra configures the client-credentials requests of service-principal AzureIdentities
@@ -224,11 +228,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			_ = a.ln.Close()
 			return fmt.Errorf("install DNAT rules: %w", err)
 		}
-		defer func() {
-			if err := a.rules.Remove(); err != nil {
-				a.log.Error("Removing DNAT rules failed", "err", err)
-			}
-		}()
+		if !a.o.KeepRulesOnExit {
+			defer func() {
+				if err := a.rules.Remove(); err != nil {
+					a.log.Error("Removing DNAT rules failed", "err", err)
+				}
+			}()
+		}
 	}
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}

@@ -26,6 +26,7 @@ type CommandOptions struct {
 	NodeIP             string
 	PodInterfaces      []string
 	Table              string // the agent's nftables table
+	KeepRulesOnExit    bool
 	IMDSEndpoint       string // the node's managed-identity endpoint (IMDS, or the local cloud's)
 	IdentityHeaderFile string // file holding the local cloud's identity header of the node's VM/VMSS
 	CAFile             string // CA of the endpoint and of Entra ID (local cloud)
@@ -82,7 +83,7 @@ func RunCommand(ctx context.Context, c CommandOptions) error {
 		}
 	}
 	a, err := New(Options{
-		NodeName: c.NodeName, Config: cfg, Listen: c.Listen, NodeIP: nodeIP, PodInterfaces: c.PodInterfaces, Table: c.Table,
+		NodeName: c.NodeName, Config: cfg, Listen: c.Listen, NodeIP: nodeIP, PodInterfaces: c.PodInterfaces, Table: c.Table, KeepRulesOnExit: c.KeepRulesOnExit,
 		Tokens: &IMDSSource{Endpoint: c.IMDSEndpoint, Header: header, Client: &http.Client{Transport: transport, Timeout: 30 * time.Second}},
 		IMDS:   endpoint, IMDSHeader: header, IMDSTransport: transport, AssignWait: c.AssignWait, Logger: c.Logger, Entra: entra,
 	})

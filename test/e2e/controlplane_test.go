@@ -14,10 +14,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/secrets-store-csi-driver/provider/v1alpha1"
 
 	cpv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/devenv"
@@ -66,6 +69,39 @@ func controlPlaneOnTheNode(t *testing.T, env, podEnv map[string]string, admin az
 	}
 	kubectl(t, kubeconfig, "apply", "-n", ns, "-f", manifest)
 
+	kubectl(t, kubeconfig, "wait", "-n", ns, "--for=condition=Ready", "--timeout=3m", "controlplaneidentities/hcp")
+	var cpi cpv1.ControlPlaneIdentities
+	if err := json.Unmarshal([]byte(kubectl(t, kubeconfig, "get", "-n", ns, "controlplaneidentities", "hcp", "-o", "json")), &cpi); err != nil {
+		t.Fatal(err)
+	}
+	var cpo *cpv1.ComponentStatus
+	for i := range cpi.Status.Components {
+		if cpi.Status.Components[i].Name == cpv1.ComponentCPO {
+			cpo = &cpi.Status.Components[i]
+		}
+	}
+	cpoClientID := kubectl(t, kubeconfig, "get", "-n", ns, "userassignedidentity", "hcp-cpo", "-o", "jsonpath={.status.clientId}")
+	if cpo == nil || cpo.SecretProviderClass == "" || cpo.SecretName == "" || cpoClientID == "" || cpo.ClientID != cpoClientID {
+		t.Fatalf("the cpo component's status %+v, want its class, secret and the client id of hcp-cpo (%q)", cpo, cpoClientID)
+	}
+
+	// Before the nodes' identity is on the node's scale set, up's provider refuses the class's
+	// mount (as the driver sends it): the scale set's endpoint does not know the identity.
+	var params map[string]string
+	if err := json.Unmarshal([]byte(kubectl(t, kubeconfig, "get", "-n", ns, "secretproviderclass", cpo.SecretProviderClass, "-o", "jsonpath={.spec.parameters}")), &params); err != nil {
+		t.Fatal(err)
+	}
+	params["csi.storage.k8s.io/pod.name"], params["csi.storage.k8s.io/pod.namespace"] = "control-plane-operator", ns
+	target := t.TempDir()
+	attrib, _ := json.Marshal(params)
+	_, err = providerClient(t, env).Mount(ctx, &v1alpha1.MountRequest{Attributes: string(attrib), Secrets: "{}", TargetPath: target, Permission: "420"})
+	if st, _ := status.FromError(err); st.Code() != codes.Unauthenticated || !strings.Contains(st.Message(), "Identity not found") {
+		t.Errorf("a mount as the nodes' identity before it is on the scale set: %v, want Unauthenticated, Identity not found", err)
+	}
+	if files, _ := os.ReadDir(target); len(files) != 0 {
+		t.Errorf("a refused mount wrote %d files", len(files))
+	}
+
 	// The nodes' identity on the node's scale set (`az vmss identity assign`: a PATCH of the
 	// scale set's identity).
 	kubectl(t, kubeconfig, "wait", "-n", ns, "--for=condition=Ready", "--timeout=3m", "userassignedidentity/hcp-nodes")
@@ -90,22 +126,6 @@ func controlPlaneOnTheNode(t *testing.T, env, podEnv map[string]string, admin az
 	}
 	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
 		t.Fatalf("assign the nodes' identity to scale set %s: %v", scaleSet, err)
-	}
-
-	kubectl(t, kubeconfig, "wait", "-n", ns, "--for=condition=Ready", "--timeout=3m", "controlplaneidentities/hcp")
-	var cpi cpv1.ControlPlaneIdentities
-	if err := json.Unmarshal([]byte(kubectl(t, kubeconfig, "get", "-n", ns, "controlplaneidentities", "hcp", "-o", "json")), &cpi); err != nil {
-		t.Fatal(err)
-	}
-	var cpo *cpv1.ComponentStatus
-	for i := range cpi.Status.Components {
-		if cpi.Status.Components[i].Name == cpv1.ComponentCPO {
-			cpo = &cpi.Status.Components[i]
-		}
-	}
-	cpoClientID := kubectl(t, kubeconfig, "get", "-n", ns, "userassignedidentity", "hcp-cpo", "-o", "jsonpath={.status.clientId}")
-	if cpo == nil || cpo.SecretProviderClass == "" || cpo.SecretName == "" || cpoClientID == "" || cpo.ClientID != cpoClientID {
-		t.Fatalf("the cpo component's status %+v, want its class, secret and the client id of hcp-cpo (%q)", cpo, cpoClientID)
 	}
 
 	// The component's pod, as docs/control-plane-identities.md shows it: the class at /mnt/certs,
@@ -158,6 +178,7 @@ func controlPlaneOnTheNode(t *testing.T, env, podEnv map[string]string, admin az
 		events := kubectl(t, kubeconfig, "get", "events", "-n", ns, "--field-selector", "involvedObject.name="+pod.Name)
 		t.Fatalf("the component's pod printed no token line (%v); its events:\n%s", err, events)
 	}
+	t.Logf("the component's pod: %s", line)
 	want := "hcp-token ok appid " + cpoClientID + " authority https://login.microsoftonline.com/ not_before "
 	if !strings.HasPrefix(line, want) {
 		t.Errorf("the component's pod printed %q, want a token of hcp-cpo (%s) from Azure's public authority", line, cpoClientID)

@@ -38,8 +38,10 @@ type proof struct {
 type prover struct {
 	azure  azure.Config
 	podURL string
-	now    func() time.Time
-	cache  bool
+	// managedIdentity, when set, builds VM managed identity credentials (Options.ManagedIdentity).
+	managedIdentity func(userAssignedIdentityID string) (azcore.TokenCredential, error)
+	now             func() time.Time
+	cache           bool
 
 	mu     sync.Mutex
 	proofs map[string]proof
@@ -161,14 +163,20 @@ func (p *prover) credential(c cloudEnv, m *mount) (azcore.TokenCredential, error
 		if cred, ok := p.mis[miKey]; ok {
 			return cred, nil
 		}
-		o := &azidentity.ManagedIdentityCredentialOptions{ClientOptions: opts}
-		switch {
-		case strings.HasPrefix(m.userAssigned, "/"):
-			o.ID = azidentity.ResourceID(m.userAssigned)
-		case m.userAssigned != "":
-			o.ID = azidentity.ClientID(m.userAssigned)
+		var cred azcore.TokenCredential
+		var err error
+		if p.managedIdentity != nil {
+			cred, err = p.managedIdentity(m.userAssigned)
+		} else {
+			o := &azidentity.ManagedIdentityCredentialOptions{ClientOptions: opts}
+			switch {
+			case strings.HasPrefix(m.userAssigned, "/"):
+				o.ID = azidentity.ResourceID(m.userAssigned)
+			case m.userAssigned != "":
+				o.ID = azidentity.ClientID(m.userAssigned)
+			}
+			cred, err = azidentity.NewManagedIdentityCredential(o)
 		}
-		cred, err := azidentity.NewManagedIdentityCredential(o)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%s): %w", ErrAuthentication, m.mode, err)
 		}

@@ -59,6 +59,12 @@ type Options struct {
 	// PodIdentityEndpoint is the node agent's address for usePodIdentity
 	// (default http://127.0.0.1:2579, aad-pod-identity's NMI port).
 	PodIdentityEndpoint string
+	// ManagedIdentity builds the credential of a useVMManagedIdentity mount for the identity its
+	// class selects (userAssignedIdentityID: a client id, an identity's resource id, or empty
+	// for the node's system-assigned or only identity). Nil: azidentity's
+	// ManagedIdentityCredential, which finds the node's endpoint as the SDK does (IMDS on an
+	// Azure VM, or IDENTITY_ENDPOINT / IDENTITY_HEADER). `cerulean up` gives its node's scale set here.
+	ManagedIdentity func(userAssignedIdentityID string) (azcore.TokenCredential, error)
 	// CacheTTL is how long an unpinned object (the latest version) is served from the cache
 	// before it is fetched again; the staleness bound. 0 turns the cache off: every mount
 	// exchanges its token and GETs every object, as the upstream provider does.
@@ -132,7 +138,7 @@ func New(o Options) (*Provider, error) {
 		}
 	}
 	p := &Provider{o: o, home: home, http: hc, cache: newObjectCache(o.CacheEntries, o.Clock), clients: map[string]*vaultClient{}}
-	p.prover = &prover{azure: o.Azure, podURL: o.PodIdentityEndpoint, now: o.Clock, cache: o.CacheTTL > 0,
+	p.prover = &prover{azure: o.Azure, podURL: o.PodIdentityEndpoint, managedIdentity: o.ManagedIdentity, now: o.Clock, cache: o.CacheTTL > 0,
 		proofs: map[string]proof{}, mis: map[string]azcore.TokenCredential{}}
 	return p, nil
 }

@@ -39,24 +39,36 @@ func scaleSetOf(providerID string) (string, error) {
 	return "", fmt.Errorf("providerID %q names no scale set instance", providerID)
 }
 
-// startNodeAgent runs the node agent for node: it serves on the node's address (the pods'
-// gateway), DNATs pods' 169.254.169.254:80 on the node's bridge to itself, and gets tokens from
-// the local cloud's IMDS-style endpoint for the node's scale set. Stop removes its rules.
-func startNodeAgent(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, node *devenv.Node, providerID, dataDir string) (*nodeAgent, error) {
-	s := az.Settings()
+// scaleSetIMDS is the local cloud's IMDS-style endpoint with the identity header of the node's
+// scale set (from its providerID): what code on an Azure node reaches at 169.254.169.254.
+func scaleSetIMDS(az *cloud.Cloud, providerID string) (*nodeagent.IMDSSource, error) {
 	scaleSet, err := scaleSetOf(providerID)
 	if err != nil {
-		return nil, fmt.Errorf("start node agent: %w", err)
+		return nil, err
 	}
-	pairs, err := msi.ComputeEnv(s.DataDir, scaleSet)
+	pairs, err := msi.ComputeEnv(az.Settings().DataDir, scaleSet)
 	if err != nil {
-		return nil, fmt.Errorf("start node agent: %w", err)
+		return nil, err
 	}
 	header := ""
 	for _, p := range pairs {
 		if p[0] == "IDENTITY_HEADER" {
 			header = p[1]
 		}
+	}
+	transport := az.Transport()
+	transport.Proxy = nil // IMDS is never reached through a proxy
+	return &nodeagent.IMDSSource{Endpoint: az.Settings().URL, Header: header, Client: &http.Client{Transport: transport, Timeout: 30 * time.Second}}, nil
+}
+
+// startNodeAgent runs the node agent for node: it serves on the node's address (the pods'
+// gateway), DNATs pods' 169.254.169.254:80 on the node's bridge to itself, and gets tokens from
+// the local cloud's IMDS-style endpoint for the node's scale set. Stop removes its rules.
+func startNodeAgent(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, node *devenv.Node, providerID, dataDir string) (*nodeAgent, error) {
+	s := az.Settings()
+	imds, err := scaleSetIMDS(az, providerID)
+	if err != nil {
+		return nil, fmt.Errorf("start node agent: %w", err)
 	}
 	endpoint, err := url.Parse(s.URL)
 	if err != nil {
@@ -70,13 +82,11 @@ func startNodeAgent(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Clou
 	if err != nil {
 		return nil, fmt.Errorf("open the node agent's log: %w", err)
 	}
-	transport := az.Transport()
-	transport.Proxy = nil // IMDS is never reached through a proxy
 	a, err := nodeagent.New(nodeagent.Options{
 		NodeName: node.Name, Config: cp.RESTConfig, Listen: net.JoinHostPort(node.IP, "0"),
 		NodeIP: nodeIP, PodInterfaces: []string{devenv.Bridge},
-		Tokens: &nodeagent.IMDSSource{Endpoint: s.URL, Header: header, Client: &http.Client{Transport: transport, Timeout: 30 * time.Second}},
-		IMDS:   endpoint, IMDSHeader: header, IMDSTransport: transport,
+		Tokens: imds,
+		IMDS:   endpoint, IMDSHeader: imds.Header, IMDSTransport: imds.Client.Transport,
 		Entra:  azcore.ClientOptions{Cloud: azcloud.Configuration{ActiveDirectoryAuthorityHost: s.AuthorityHost}, Transport: &http.Client{Transport: az.Transport()}},
 		Logger: slog.New(slog.NewJSONHandler(logFile, nil)),
 	})

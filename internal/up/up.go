@@ -165,10 +165,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	podIdentityEndpoint := ""
+	var nodeIMDS *nodeagent.IMDSSource
 	if agent != nil {
 		podIdentityEndpoint = "http://" + agent.addr
+		if nodeIMDS, err = scaleSetIMDS(az, providerID); err != nil {
+			return fmt.Errorf("start the CSI provider: %w", err)
+		}
 	}
-	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings(), podIdentityEndpoint)
+	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings(), podIdentityEndpoint, nodeIMDS)
 	if err != nil {
 		return err
 	}

@@ -152,6 +152,7 @@ func TestWorkloadIdentityFromManifestsUnderUp(t *testing.T) {
 		// A service principal's secret from a Kubernetes Secret, on the pod network.
 		logs := runToCompletion(t, cs, kubeconfig, clientSecretPod(t, cs, ns, "sp-app", vaultName, "db-password", env, podEnv))
 		secretReadLine(t, logs, "db-password", secretValue)
+		t.Run("control-plane identities on the node", func(t *testing.T) { controlPlaneOnTheNode(t, env, podEnv, admin) })
 		// Pod identity in the same up, while the kubelet's refresh is awaited.
 		t.Run("pod identity on the node", func(t *testing.T) { podIdentityOnTheNode(t, env, podEnv, ns, vaultName) })
 		refresh.check(t, env, admin, wi)

@@ -180,6 +180,36 @@ func TestManager(t *testing.T) {
 	}
 }
 
+// The node agent's DNAT settings reach its flags; it needs no iptables lock from the host (its
+// rules go over netlink).
+func TestNodeAgentFlags(t *testing.T) {
+	args := func(set ...string) ([]string, []corev1.Volume) {
+		t.Helper()
+		var ds appsv1.DaemonSet
+		if !find(t, render(t, append([]string{"nodeAgent.enabled=true"}, set...)...), "DaemonSet", "cerulean-node-agent", &ds) {
+			t.Fatal("no node agent DaemonSet")
+		}
+		return ds.Spec.Template.Spec.Containers[0].Args, ds.Spec.Template.Spec.Volumes
+	}
+	got, volumes := args()
+	for _, v := range volumes {
+		if v.HostPath != nil {
+			t.Errorf("the node agent mounts %s from the host", v.HostPath.Path)
+		}
+	}
+	if !slices.Contains(got, "--pod-interfaces=cni0") || slices.ContainsFunc(got, func(a string) bool {
+		return strings.HasPrefix(a, "--nft-table") || a == "--keep-rules-on-exit"
+	}) {
+		t.Errorf("default args %v: want --pod-interfaces=cni0 and the agent's own defaults otherwise", got)
+	}
+	got, _ = args("nodeAgent.podInterfaces={cni0,veth+}", "nodeAgent.nftTable=my-table", "nodeAgent.keepRulesOnExit=true")
+	for _, want := range []string{"--pod-interfaces=cni0,veth+", "--nft-table=my-table", "--keep-rules-on-exit"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("args %v lack %s", got, want)
+		}
+	}
+}
+
 // Security contexts: every container non-root, read-only, without escalation and with every
 // capability dropped; the node agent alone runs as root with NET_ADMIN added, in the node's
 // network; the CSI provider runs as root (its socket goes in the driver's root-owned directory)

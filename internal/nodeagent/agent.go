@@ -255,7 +255,7 @@ loop:
 		case err = <-served:
 			break loop
 		case err = <-cacheErr:
-			if err == nil {
+			if err == nil && ctx.Err() == nil { // the informers stop with ctx: no error then
 				err = errors.New("informers stopped")
 			}
 			break loop

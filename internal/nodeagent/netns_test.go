@@ -10,13 +10,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/cerulean/cerulean/internal/nodeagent"
 )
 
 // The test's network: pods are network namespaces with a veth pair to the host, in
@@ -195,43 +194,12 @@ func (p *netPod) forward(t *testing.T, addr string) {
 	})
 }
 
-// listenIn opens a TCP listener inside network namespace ns: a locked thread enters the
-// namespace, creates the socket and returns; the socket stays in that namespace.
-func listenIn(ns, addr string) (net.Listener, error) {
-	type result struct {
-		ln  net.Listener
-		err error
+// listenIn opens a TCP listener inside network namespace ns.
+func listenIn(ns, addr string) (ln net.Listener, err error) {
+	if nerr := nodeagent.RunInNetns(ns, func() { ln, err = net.Listen("tcp", addr) }); nerr != nil {
+		return nil, nerr
 	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{err: err}
-			return
-		}
-		ln, lerr := net.Listen("tcp", addr)
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
-			runtime.UnlockOSThread() // back in the host's namespace; otherwise the thread dies with the goroutine
-		}
-		ch <- result{ln, lerr}
-	}()
-	r := <-ch
-	return r.ln, r.err
+	return ln, err
 }
 
 // leftovers lists what of this network (namespaces, links, the agent's nftables table) still exists.

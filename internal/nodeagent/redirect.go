@@ -11,6 +11,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,6 +37,7 @@ type redirect struct {
 	interfaces []string
 	ip         net.IP // 4 bytes
 	port       uint16
+	netns      int // the network namespace's fd (tests); 0: the agent's own
 }
 
 func newRedirect(table string, interfaces []string, ip net.IP, port int) (*redirect, error) {
@@ -67,12 +70,25 @@ func (r *redirect) comment(iface string) string {
 	return fmt.Sprintf("cerulean node agent: pods' IMDS on %s to %s", iface, r.target())
 }
 
-// Install replaces the table with the wanted one in one transaction: what a killed agent left
-// (a DNAT to its dead port) is gone, and there is no moment without the rules.
-func (r *redirect) Install() error {
-	c, err := nftables.New()
+func (r *redirect) nft() (*nftables.Conn, error) {
+	var opts []nftables.ConnOption
+	if r.netns != 0 {
+		opts = append(opts, nftables.WithNetNSFd(r.netns))
+	}
+	c, err := nftables.New(opts...)
 	if err != nil {
-		return fmt.Errorf("open netlink: %w", err)
+		return nil, fmt.Errorf("open netlink: %w", err)
+	}
+	return c, nil
+}
+
+// Install replaces the table with the wanted one in one transaction: what a killed agent left
+// (a DNAT to its dead port) is gone, and there is no moment without the rules. Then it makes
+// connections to IMDS opened without the rules start over through them.
+func (r *redirect) Install() error {
+	c, err := r.nft()
+	if err != nil {
+		return err
 	}
 	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.table}
 	c.AddTable(t) // so that the delete cannot fail on an absent table
@@ -87,6 +103,38 @@ func (r *redirect) Install() error {
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("install nftables table %s: %w", r.table, err)
 	}
+	return r.forgetIMDSConnections()
+}
+
+// forgetIMDSConnections deletes conntrack's entries of TCP connections to 169.254.169.254:80.
+// NAT is decided on a connection's first packet: a pod's connection to IMDS made while no rule
+// was there (before the agent's first start, or while it was gone) would otherwise keep
+// reaching IMDS, which answers any pod with the node's identities. Without its entry the
+// connection's next packet is taken for a new one, DNATed to the agent, and reset; the pod's
+// SDK connects again, to the agent.
+func (r *redirect) forgetIMDSConnections() error {
+	ns := netns.None()
+	if r.netns != 0 {
+		ns = netns.NsHandle(r.netns)
+	}
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return fmt.Errorf("open conntrack netlink: %w", err)
+	}
+	defer h.Close()
+	f := &netlink.ConntrackFilter{}
+	if err := f.AddIP(netlink.ConntrackOrigDstIP, net.ParseIP(MetadataIP)); err != nil {
+		return err
+	}
+	if err := f.AddProtocol(unix.IPPROTO_TCP); err != nil {
+		return err
+	}
+	if err := f.AddPort(netlink.ConntrackOrigDstPort, 80); err != nil {
+		return err
+	}
+	if _, err := h.ConntrackDeleteFilters(netlink.ConntrackTable, unix.AF_INET, f); err != nil {
+		return fmt.Errorf("delete conntrack entries of connections to %s:80: %w", MetadataIP, err)
+	}
 	return nil
 }
 
@@ -100,9 +148,9 @@ func (r *redirect) Ensure() (changed bool, err error) {
 }
 
 func (r *redirect) present() (bool, error) {
-	c, err := nftables.New()
+	c, err := r.nft()
 	if err != nil {
-		return false, fmt.Errorf("open netlink: %w", err)
+		return false, err
 	}
 	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.table}
 	// ListChain would say no more than "not found" in a string: list the family's chains.
@@ -135,9 +183,9 @@ func (r *redirect) present() (bool, error) {
 
 // Remove deletes the table; an absent table is no error.
 func (r *redirect) Remove() error {
-	c, err := nftables.New()
+	c, err := r.nft()
 	if err != nil {
-		return fmt.Errorf("open netlink: %w", err)
+		return err
 	}
 	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.table}
 	c.AddTable(t)

@@ -8,6 +8,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 func TestNewRedirectRefusesBadInput(t *testing.T) {
@@ -101,5 +105,93 @@ func TestRedirectRulesAsNftReadsThem(t *testing.T) {
 	}
 	if err := r.Remove(); err != nil {
 		t.Fatalf("Remove of an absent table: %v", err)
+	}
+}
+
+// A connection to IMDS opened while no rule was there (before the agent's start) does not keep
+// bypassing the agent: installing forgets its conntrack entry, so its next packet is DNATed (and
+// reset) and the client connects again, to the agent. Other connections keep theirs. In a
+// network namespace of the test's own, where 169.254.169.254 is a local address.
+func TestInstallForgetsConnectionsToIMDS(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test makes a network namespace and nftables rules")
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	ns := "cer-ct-" + hex.EncodeToString(b)
+	for _, args := range [][]string{
+		{"ip", "netns", "add", ns},
+		{"ip", "-n", ns, "link", "set", "lo", "up"},
+		{"ip", "-n", ns, "addr", "add", MetadataIP + "/32", "dev", "lo"},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v: %s", args, err, out)
+		}
+		if args[2] == "add" && args[1] == "netns" {
+			t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		}
+	}
+	f, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := newRedirect("", []string{"cni0"}, net.IPv4(10, 0, 0, 1), 2579)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.netns = int(f.Fd())
+	// A first agent: its nat chain turns conntrack on in the namespace.
+	if err := r.Install(); err != nil {
+		t.Fatal(err)
+	}
+	// Connections made meanwhile (as if no rule were there): to IMDS and, as a control, to port 81.
+	var conns []net.Conn
+	for _, port := range []string{"80", "81"} {
+		var ln net.Listener
+		var c net.Conn
+		var lerr, derr error
+		if err := RunInNetns(ns, func() {
+			if ln, lerr = net.Listen("tcp", net.JoinHostPort(MetadataIP, port)); lerr == nil {
+				c, derr = net.Dial("tcp", ln.Addr().String())
+			}
+		}); err != nil || lerr != nil || derr != nil {
+			t.Fatalf("connect to %s:%s in the namespace: %v %v %v", MetadataIP, port, err, lerr, derr)
+		}
+		t.Cleanup(func() { _ = ln.Close() })
+		conns = append(conns, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	tracked := func() map[uint16]bool {
+		h, err := netlink.NewHandleAt(netns.NsHandle(r.netns), unix.NETLINK_NETFILTER)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		flows, err := h.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports := map[uint16]bool{}
+		for _, fl := range flows {
+			if fl.Forward.DstIP.Equal(net.ParseIP(MetadataIP)) {
+				ports[fl.Forward.DstPort] = true
+			}
+		}
+		return ports
+	}
+	if got := tracked(); !got[80] || !got[81] {
+		t.Fatalf("before the second install, tracked connections to %s by port: %v; want 80 and 81", MetadataIP, got)
+	}
+	// The next agent.
+	if err := r.Install(); err != nil {
+		t.Fatal(err)
+	}
+	if got := tracked(); got[80] || !got[81] {
+		t.Fatalf("after the install, tracked connections to %s by port: %v; want 81 only", MetadataIP, got)
 	}
 }

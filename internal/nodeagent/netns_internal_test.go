@@ -2,7 +2,10 @@ package nodeagent
 
 import (
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,4 +42,33 @@ func RunInNetns(name string, fn func()) error {
 		errc <- nil
 	}()
 	return <-errc
+}
+
+// LeaveNetnsDirAsFound undoes, when the test ends, the mount of /run/netns onto itself that the
+// first `ip netns add` makes, unless it was there before or a namespace is still in it.
+func LeaveNetnsDirAsFound(t testing.TB) {
+	if netnsDirMounted(t) {
+		return
+	}
+	t.Cleanup(func() {
+		if out, _ := exec.Command("ip", "netns", "list").Output(); len(strings.TrimSpace(string(out))) == 0 && netnsDirMounted(t) {
+			if out, err := exec.Command("umount", "/run/netns").CombinedOutput(); err != nil {
+				t.Errorf("umount /run/netns: %v: %s", err, out)
+			}
+		}
+	})
+}
+
+// netnsDirMounted reports whether /run/netns is a mount point.
+func netnsDirMounted(t testing.TB) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == "/run/netns" {
+			return true
+		}
+	}
+	return false
 }

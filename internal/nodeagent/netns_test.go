@@ -36,28 +36,7 @@ func needRoot(t *testing.T) {
 	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
 		t.Skipf("ip netns unavailable: %v: %s", err, out)
 	}
-	// `ip netns add` mounts /run/netns onto itself the first time; leave the machine as found.
-	if !netnsDirMounted(t) {
-		t.Cleanup(func() {
-			if out, _ := exec.Command("ip", "netns", "list").Output(); len(strings.TrimSpace(string(out))) == 0 && netnsDirMounted(t) {
-				run(t, "umount", "/run/netns")
-			}
-		})
-	}
-}
-
-// netnsDirMounted reports whether /run/netns is a mount point.
-func netnsDirMounted(t testing.TB) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == "/run/netns" {
-			return true
-		}
-	}
-	return false
+	nodeagent.LeaveNetnsDirAsFound(t)
 }
 
 func tag() string {

@@ -14,7 +14,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/go-logr/logr"
 	"github.com/google/uuid"
@@ -99,23 +98,7 @@ func TestControlPlaneComponentPodAuthenticatesAcrossARenewal(t *testing.T) {
 	armOpts := cloudtest.ARMOptions(c)
 	const rg, ns = "rg-hcp-node", "clusters-hcp"
 	cloudtest.CreateGroup(t, c, owner, armOpts, "eastus", rg)
-	vaults, err := armkeyvault.NewVaultsClient(s.SubscriptionID, owner, armOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poller, err := vaults.BeginCreateOrUpdate(ctx, rg, "kv-hcp-node", armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr("eastus"), Properties: &armkeyvault.VaultProperties{
-			TenantID: to.Ptr(s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
-		},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vault, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vault := cloudtest.CreateRBACVault(t, c, owner, armOpts, "eastus", rg, "kv-hcp-node")
 	identities, err := armmsi.NewUserAssignedIdentitiesClient(s.SubscriptionID, owner, armOpts)
 	if err != nil {
 		t.Fatal(err)

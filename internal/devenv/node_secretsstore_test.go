@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
@@ -65,23 +63,7 @@ func TestSecretsStoreDriverMountsKeyVaultSecretsIntoAPod(t *testing.T) {
 	owner := cloudtest.OwnerCred(t, c)
 	armOpts := cloudtest.ARMOptions(c)
 	cloudtest.CreateGroup(t, c, owner, armOpts, "eastus", rg)
-	vaults, err := armkeyvault.NewVaultsClient(s.SubscriptionID, owner, armOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poller, err := vaults.BeginCreateOrUpdate(ctx, rg, "kv-node", armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr("eastus"), Properties: &armkeyvault.VaultProperties{
-			TenantID: to.Ptr(s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
-		},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vault, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vault := cloudtest.CreateRBACVault(t, c, owner, armOpts, "eastus", rg, "kv-node")
 	identities, err := armmsi.NewUserAssignedIdentitiesClient(s.SubscriptionID, owner, armOpts)
 	if err != nil {
 		t.Fatal(err)

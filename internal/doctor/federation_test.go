@@ -18,7 +18,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
@@ -95,24 +94,7 @@ func setup(t *testing.T, ns string) *env {
 	}
 	e.putFIC("shop-app", "system:serviceaccount:"+ns+":app", wi.DefaultAudience)
 
-	vaults, err := armkeyvault.NewVaultsClient(e.sub, e.admin, e.arm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poller, err := vaults.BeginCreateOrUpdate(ctx, e.rg, "shop"+strings.ReplaceAll(uuid.NewString(), "-", "")[:12], armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr("local"),
-		Properties: &armkeyvault.VaultProperties{
-			TenantID: to.Ptr(s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
-		},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := poller.PollUntilDone(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := cloudtest.CreateRBACVault(t, c, e.admin, e.arm, "local", e.rg, "shop"+strings.ReplaceAll(uuid.NewString(), "-", "")[:12])
 	e.vaultURI, e.vaultID = *v.Properties.VaultURI, *v.ID
 	e.grant(e.vaultID, keyVaultOfficer, s.ObjectID)
 	e.grant(e.vaultID, keyVaultSecretsUser, *mi.Properties.PrincipalID)

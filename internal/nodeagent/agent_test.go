@@ -18,7 +18,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
@@ -99,12 +98,7 @@ func newAzure(t *testing.T) *azureEnv {
 	}, nil))
 	e.ssID = *ok(p.PollUntilDone(ctx, poll)).ID
 
-	vaults := ok(armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.owner, e.opts))
-	vp := ok(vaults.BeginCreateOrUpdate(ctx, "rg", "kv-app", armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr("westeurope"), Properties: &armkeyvault.VaultProperties{TenantID: to.Ptr(e.s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)}},
-	}, nil))
-	v := ok(vp.PollUntilDone(ctx, poll))
+	v := cloudtest.CreateRBACVault(t, e.c, e.owner, e.opts, "westeurope", "rg", "kv-app")
 	e.vaultURI = *v.Properties.VaultURI
 	assignRole(t, e, *v.ID, roleSecretsOfficer, e.s.ObjectID)
 	assignRole(t, e, *v.ID, roleSecretsUser, *e.ids["id-a"].Properties.PrincipalID)

@@ -21,8 +21,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -80,12 +78,7 @@ func TestServicePrincipalIdentities(t *testing.T) {
 
 	// A vault with a secret both may read.
 	cloudtest.CreateGroup(t, az, owner, armOpts, "westeurope", "rg")
-	vaults := ok(armkeyvault.NewVaultsClient(s.SubscriptionID, owner, armOpts))
-	vp := ok(vaults.BeginCreateOrUpdate(ctx, "rg", "kv-sp", armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr("westeurope"), Properties: &armkeyvault.VaultProperties{TenantID: to.Ptr(s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)}},
-	}, nil))
-	v := ok(vp.PollUntilDone(ctx, poll))
+	v := cloudtest.CreateRBACVault(t, az, owner, armOpts, "westeurope", "rg", "kv-sp")
 	env := &azureEnv{c: az, s: s, owner: owner, opts: armOpts}
 	assignRole(t, env, *v.ID, roleSecretsOfficer, s.ObjectID)
 	assignRole(t, env, *v.ID, roleSecretsUser, spSecret.ObjectID)

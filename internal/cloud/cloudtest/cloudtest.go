@@ -18,7 +18,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 
 	"github.com/cerulean/cerulean/internal/cloud"
@@ -101,6 +104,31 @@ func CreateGroup(t testing.TB, c *cloud.Cloud, cred azcore.TokenCredential, opts
 		t.Fatalf("create resource group %s: %v", name, err)
 	}
 	return *g.ID
+}
+
+// CreateRBACVault creates (or updates) Key Vault name, standard SKU in RBAC mode, in resource
+// group rg of the cloud's subscription and tenant, waits for it, and returns it.
+func CreateRBACVault(t testing.TB, c *cloud.Cloud, cred azcore.TokenCredential, opts *arm.ClientOptions, location, rg, name string) armkeyvault.Vault {
+	t.Helper()
+	s := c.Settings()
+	vaults, err := armkeyvault.NewVaultsClient(s.SubscriptionID, cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poller, err := vaults.BeginCreateOrUpdate(t.Context(), rg, name, armkeyvault.VaultCreateOrUpdateParameters{
+		Location: to.Ptr(location), Properties: &armkeyvault.VaultProperties{
+			TenantID: to.Ptr(s.TenantID), EnableRbacAuthorization: to.Ptr(true),
+			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
+		},
+	}, nil)
+	if err != nil {
+		t.Fatalf("create vault %s: %v", name, err)
+	}
+	res, err := poller.PollUntilDone(t.Context(), &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("create vault %s: %v", name, err)
+	}
+	return res.Vault
 }
 
 // NewPrincipal creates a service principal with a secret valid for an hour and no role, and

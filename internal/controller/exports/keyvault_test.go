@@ -5,13 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
 
@@ -33,23 +30,7 @@ func cloudConfig(c *cloud.Cloud) azure.Config {
 // rbacVault creates a vault with RBAC authorization and returns its id and URI.
 func rbacVault(t *testing.T, c *cloud.Cloud, owner azcore.TokenCredential, rg, name string) (string, string) {
 	t.Helper()
-	s := c.Settings()
-	vaults, err := armkeyvault.NewVaultsClient(s.SubscriptionID, owner, cloudtest.ARMOptions(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	poller, err := vaults.BeginCreateOrUpdate(t.Context(), rg, name, armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr("eastus"),
-		Properties: &armkeyvault.VaultProperties{TenantID: to.Ptr(s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)}},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := poller.PollUntilDone(t.Context(), &runtime.PollUntilDoneOptions{Frequency: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := cloudtest.CreateRBACVault(t, c, owner, cloudtest.ARMOptions(c), "eastus", rg, name)
 	return *v.ID, *v.Properties.VaultURI
 }
 

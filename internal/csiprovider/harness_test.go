@@ -1,24 +1,18 @@
 package csiprovider_test
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +25,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/csiprovider"
+	"github.com/cerulean/cerulean/internal/csiprovider/csiprovidertest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 )
 
@@ -56,7 +51,6 @@ type env struct {
 	vaultID string
 	clock   *cloudtest.Clock
 	client  v1alpha1.CSIDriverProviderClient
-	socket  string
 }
 
 func newEnv(t *testing.T, ttl time.Duration) *env {
@@ -87,49 +81,12 @@ func (e *env) startProvider(t *testing.T, ttl time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The driver's providers directory; short, for the unix socket path limit.
-	dir, err := os.MkdirTemp("", "csi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	e.socket = filepath.Join(dir, "azure.sock")
-	srv, err := csiprovider.Listen(p, e.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	// Dialled as the driver's provider client dials: a unix socket, no transport security.
-	conn, err := grpc.NewClient("unix://"+e.socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", e.socket)
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	e.client = v1alpha1.NewCSIDriverProviderClient(conn)
+	e.client = csiprovidertest.Serve(t, p)
 }
 
 func (e *env) createVault(t *testing.T, name string) (uri, id string) {
 	t.Helper()
-	vc, err := armkeyvault.NewVaultsClient(e.s.SubscriptionID, e.owner, cloudtest.ARMOptions(e.c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	poller, err := vc.BeginCreateOrUpdate(t.Context(), e.rg, name, armkeyvault.VaultCreateOrUpdateParameters{
-		Location: to.Ptr(location), Properties: &armkeyvault.VaultProperties{
-			TenantID: to.Ptr(e.s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)},
-		},
-	}, nil)
-	if err != nil {
-		t.Fatalf("create vault: %v", err)
-	}
-	res, err := poller.PollUntilDone(t.Context(), &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("create vault: %v", err)
-	}
+	res := cloudtest.CreateRBACVault(t, e.c, e.owner, cloudtest.ARMOptions(e.c), location, e.rg, name)
 	return *res.Properties.VaultURI, *res.ID
 }
 

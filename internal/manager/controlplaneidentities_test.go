@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +20,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/go-logr/logr"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +41,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/csiprovider"
+	"github.com/cerulean/cerulean/internal/csiprovider/csiprovidertest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/manager"
 	"github.com/cerulean/cerulean/pkg/hcpcredentials"
@@ -491,26 +489,7 @@ func providerFor(t *testing.T, az *cloud.Cloud, owner azcore.TokenCredential, no
 	if err != nil {
 		t.Fatal(err)
 	}
-	sockDir, err := os.MkdirTemp("", "cpi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	sock := filepath.Join(sockDir, "azure.sock")
-	srv, err := csiprovider.Listen(p, sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	client := v1alpha1.NewCSIDriverProviderClient(conn)
+	client := csiprovidertest.Serve(t, p)
 	return func(params map[string]string, target string) {
 		t.Helper()
 		attrib := map[string]string{csiprovider.AttrPodName: "control-plane-operator-0", csiprovider.AttrPodNamespace: "clusters-hcp",

@@ -7,15 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +25,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
 	"github.com/cerulean/cerulean/internal/csiprovider"
+	"github.com/cerulean/cerulean/internal/csiprovider/csiprovidertest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
@@ -132,19 +130,7 @@ func TestCSIProviderUsePodIdentityThroughTheNodeAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "csip")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	srv, err := csiprovider.Listen(p, filepath.Join(dir, "azure.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	conn := ok(grpc.NewClient("unix://"+filepath.Join(dir, "azure.sock"), grpc.WithTransportCredentials(insecure.NewCredentials())))
-	t.Cleanup(func() { _ = conn.Close() })
-	provider := v1alpha1.NewCSIDriverProviderClient(conn)
+	provider := csiprovidertest.Serve(t, p)
 	mount := func(pod string) (*v1alpha1.MountResponse, error) {
 		attrib, _ := json.Marshal(map[string]string{
 			"usePodIdentity": "true", "keyvaultName": "kv-app", "tenantId": az.s.TenantID,

@@ -1,7 +1,6 @@
 package hcpcredentials_test
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -11,7 +10,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,12 +17,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"sigs.k8s.io/secrets-store-csi-driver/pkg/util/fileutil"
 	"sigs.k8s.io/secrets-store-csi-driver/provider/v1alpha1"
 
@@ -34,6 +28,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/csiprovider"
+	"github.com/cerulean/cerulean/internal/csiprovider/csiprovidertest"
 	"github.com/cerulean/cerulean/pkg/hcpcredentials"
 )
 
@@ -94,20 +89,7 @@ func TestRotationThroughTheProvider(t *testing.T) {
 	s := c.Settings()
 	owner := cloudtest.OwnerCred(t, c)
 	cloudtest.CreateGroup(t, c, owner, cloudtest.ARMOptions(c), "eastus", "rg-hcp")
-	vc, err := armkeyvault.NewVaultsClient(s.SubscriptionID, owner, cloudtest.ARMOptions(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	poller, err := vc.BeginCreateOrUpdate(ctx, "rg-hcp", "kv-hcp", armkeyvault.VaultCreateOrUpdateParameters{Location: to.Ptr("eastus"),
-		Properties: &armkeyvault.VaultProperties{TenantID: to.Ptr(s.TenantID), EnableRbacAuthorization: to.Ptr(true),
-			SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNameStandard)}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vault, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vault := cloudtest.CreateRBACVault(t, c, owner, cloudtest.ARMOptions(c), "eastus", "rg-hcp", "kv-hcp")
 	dir := c.Entra().Directory
 	reader, _ := cloudtest.NewPrincipal(t, c, "kv-reader")
 	readerSecret, _, err := dir.AddSecret(ctx, s.TenantID, reader.ClientID, time.Now().Add(time.Hour))
@@ -150,26 +132,7 @@ func TestRotationThroughTheProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sockDir, err := os.MkdirTemp("", "hcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	sock := filepath.Join(sockDir, "azure.sock")
-	srv, err := csiprovider.Listen(p, sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	client := v1alpha1.NewCSIDriverProviderClient(conn)
+	client := csiprovidertest.Serve(t, p)
 	// The SecretProviderClass the manager creates per component (here with a service principal
 	// in place of the node's identity), as the driver sends it.
 	attrib, _ := json.Marshal(map[string]string{"usePodIdentity": "false", "keyvaultName": "kv-hcp", "tenantId": s.TenantID,

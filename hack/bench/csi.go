@@ -67,34 +67,7 @@ func benchCSI(ctx context.Context, env benchEnv) ([]row, error) {
 	}
 	defer c.Close()
 	s := c.Settings()
-	opts := c.ClientOptions()
-	opts.Retry = policy.RetryOptions{MaxRetries: -1}
-	cred, err := ownerCred(c, opts)
-	if err != nil {
-		return nil, err
-	}
-	uri, vaultID, err := benchVault(ctx, s, cred, opts)
-	if err != nil {
-		return nil, err
-	}
-	dir := c.Entra().Directory
-	reader, err := dir.CreatePrincipal(ctx, entra.Principal{TenantID: s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: "csi-reader"})
-	if err != nil {
-		return nil, err
-	}
-	secret, _, err := dir.AddSecret(ctx, s.TenantID, reader.ClientID, time.Now().Add(24*time.Hour))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now().UTC()
-	for _, g := range []struct{ principal, role string }{{s.ObjectID, authz.KeyVaultSecretsOfficer}, {reader.ObjectID, authz.KeyVaultSecretsUser}} {
-		name := uuid.NewString()
-		if err := c.ARM().Authz().Ensure(ctx, authz.Assignment{ID: authz.AssignmentID(vaultID, name), Name: name, Scope: vaultID,
-			RoleDefinitionID: g.role, PrincipalID: g.principal, PrincipalType: "ServicePrincipal", CreatedOn: now, UpdatedOn: now}); err != nil {
-			return nil, err
-		}
-	}
-	sc, err := azsecrets.NewClient(uri, cred, &azsecrets.ClientOptions{ClientOptions: opts, DisableChallengeResourceVerification: true})
+	reader, secret, sc, err := readableVault(ctx, c, "csi-reader")
 	if err != nil {
 		return nil, err
 	}
@@ -193,4 +166,43 @@ func benchCSI(ctx context.Context, env benchEnv) ([]row, error) {
 		{benchmark: "mount latency, cache off, 64 concurrent", result: off.lat.String(), vsBaseline: "baseline"},
 		{benchmark: "mount latency, cache on, 64 concurrent", result: on.lat.String(), vsBaseline: ratio(float64(on.lat.P50), float64(off.lat.P50)) + " of p50"},
 	}, nil
+}
+
+// readableVault sets up what both CSI sections read: the bench vault (benchVault), the owner as
+// its Secrets Officer, and a service principal named readerName as its Secrets User. It returns
+// the reader, its client secret, and a secrets client of the owner's to write the vault.
+func readableVault(ctx context.Context, c *cloud.Cloud, readerName string) (entra.Principal, string, *azsecrets.Client, error) {
+	s := c.Settings()
+	opts := c.ClientOptions()
+	opts.Retry = policy.RetryOptions{MaxRetries: -1}
+	cred, err := ownerCred(c, opts)
+	if err != nil {
+		return entra.Principal{}, "", nil, err
+	}
+	uri, vaultID, err := benchVault(ctx, s, cred, opts)
+	if err != nil {
+		return entra.Principal{}, "", nil, err
+	}
+	dir := c.Entra().Directory
+	reader, err := dir.CreatePrincipal(ctx, entra.Principal{TenantID: s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: readerName})
+	if err != nil {
+		return entra.Principal{}, "", nil, err
+	}
+	secret, _, err := dir.AddSecret(ctx, s.TenantID, reader.ClientID, time.Now().Add(24*time.Hour))
+	if err != nil {
+		return entra.Principal{}, "", nil, err
+	}
+	now := time.Now().UTC()
+	for _, g := range []struct{ principal, role string }{{s.ObjectID, authz.KeyVaultSecretsOfficer}, {reader.ObjectID, authz.KeyVaultSecretsUser}} {
+		name := uuid.NewString()
+		if err := c.ARM().Authz().Ensure(ctx, authz.Assignment{ID: authz.AssignmentID(vaultID, name), Name: name, Scope: vaultID,
+			RoleDefinitionID: g.role, PrincipalID: g.principal, PrincipalType: "ServicePrincipal", CreatedOn: now, UpdatedOn: now}); err != nil {
+			return entra.Principal{}, "", nil, err
+		}
+	}
+	sc, err := azsecrets.NewClient(uri, cred, &azsecrets.ClientOptions{ClientOptions: opts, DisableChallengeResourceVerification: true})
+	if err != nil {
+		return entra.Principal{}, "", nil, err
+	}
+	return reader, secret, sc, nil
 }

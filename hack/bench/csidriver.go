@@ -10,10 +10,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
-	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,8 +24,6 @@ import (
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
 	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
-	"github.com/cerulean/cerulean/internal/cloud/authz"
-	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/csiprovider"
 	"github.com/cerulean/cerulean/internal/devenv"
@@ -56,34 +52,7 @@ func benchCSIDriver(ctx context.Context, env benchEnv) ([]row, error) {
 	}
 	defer c.Close()
 	s := c.Settings()
-	opts := c.ClientOptions()
-	opts.Retry = policy.RetryOptions{MaxRetries: -1}
-	cred, err := ownerCred(c, opts)
-	if err != nil {
-		return nil, err
-	}
-	uri, vaultID, err := benchVault(ctx, s, cred, opts)
-	if err != nil {
-		return nil, err
-	}
-	dir := c.Entra().Directory
-	reader, err := dir.CreatePrincipal(ctx, entra.Principal{TenantID: s.TenantID, Kind: entra.KindServicePrincipal, DisplayName: "csi-driver-reader"})
-	if err != nil {
-		return nil, err
-	}
-	secret, _, err := dir.AddSecret(ctx, s.TenantID, reader.ClientID, time.Now().Add(24*time.Hour))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now().UTC()
-	for _, g := range []struct{ principal, role string }{{s.ObjectID, authz.KeyVaultSecretsOfficer}, {reader.ObjectID, authz.KeyVaultSecretsUser}} {
-		name := uuid.NewString()
-		if err := c.ARM().Authz().Ensure(ctx, authz.Assignment{ID: authz.AssignmentID(vaultID, name), Name: name, Scope: vaultID,
-			RoleDefinitionID: g.role, PrincipalID: g.principal, PrincipalType: "ServicePrincipal", CreatedOn: now, UpdatedOn: now}); err != nil {
-			return nil, err
-		}
-	}
-	sc, err := azsecrets.NewClient(uri, cred, &azsecrets.ClientOptions{ClientOptions: opts, DisableChallengeResourceVerification: true})
+	reader, secret, sc, err := readableVault(ctx, c, "csi-driver-reader")
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -91,7 +92,48 @@ func run(ctx context.Context, out, only string) error {
 	if out == "" {
 		return nil
 	}
-	return os.WriteFile(out, doc.Bytes(), 0o644) //nolint:gosec // a document in the repository, meant to be read
+	text := doc.String()
+	if only != "" {
+		// A partial run replaces its own sections and keeps the others' last measurements.
+		old, err := os.ReadFile(out) //nolint:gosec // the document the flag names
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		text = replaceSections(string(old), text)
+	}
+	return os.WriteFile(out, []byte(text), 0o644) //nolint:gosec // a document in the repository, meant to be read
+}
+
+// replaceSections returns doc with the table of each "## " section of fresh in place of the
+// table of doc's section of the same title (a new section is appended); doc's header, its other
+// sections and the prose around the tables stay.
+func replaceSections(doc, fresh string) string {
+	if doc == "" {
+		return fresh
+	}
+	split := func(s string) (string, []string) {
+		parts := strings.Split(s, "\n## ")
+		return parts[0], parts[1:]
+	}
+	title := func(section string) string { return strings.SplitN(section, "\n", 2)[0] }
+	head, sections := split(doc)
+	_, updates := split(fresh)
+	for _, u := range updates {
+		replaced := false
+		for i, s := range sections {
+			if title(s) == title(u) {
+				sections[i], replaced = replaceTable(s, u), true
+			}
+		}
+		if !replaced {
+			sections = append(sections, u)
+		}
+	}
+	out := head
+	for _, s := range sections {
+		out = strings.TrimRight(out, "\n") + "\n\n## " + s
+	}
+	return strings.TrimRight(out, "\n") + "\n"
 }
 
 func cpuModel() string {
@@ -129,4 +171,28 @@ func ratio(value, baseline float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%.2f×", value/baseline)
+}
+
+// replaceTable returns section with its first table (a run of lines starting with '|') replaced
+// by fresh's.
+func replaceTable(section, fresh string) string {
+	table := func(s string) (lines []string, start, end int) {
+		lines = strings.Split(s, "\n")
+		start = len(lines)
+		for i, l := range lines {
+			if strings.HasPrefix(l, "|") {
+				start = i
+				break
+			}
+		}
+		end = start
+		for end < len(lines) && strings.HasPrefix(lines[end], "|") {
+			end++
+		}
+		return lines, start, end
+	}
+	old, s0, s1 := table(section)
+	nw, f0, f1 := table(fresh)
+	out := append(append(append([]string{}, old[:s0]...), nw[f0:f1]...), old[s1:]...)
+	return strings.Join(out, "\n")
 }

@@ -1,5 +1,5 @@
 // Package devenv runs a real local Kubernetes control plane (etcd, kube-apiserver and
-// kube-controller-manager built from source into bin/) as child processes. `cerulean up` and the
+// kube-controller-manager built from source into bin/) as child processes. `cerulean-local up` and the
 // integration tests share it.
 package devenv
 

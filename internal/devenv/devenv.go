@@ -246,7 +246,7 @@ func lockDataDir(dataDir string) (*os.File, error) {
 }
 
 // DefaultBinDir finds bin/: $CERULEAN_BIN_DIR, else the directory of the running executable when
-// it holds kube-apiserver (bin/cerulean), else bin/ of the enclosing Go module (tests).
+// it holds kube-apiserver (bin/cerulean-local), else bin/ of the enclosing Go module (tests).
 func DefaultBinDir() (string, error) {
 	if d := os.Getenv("CERULEAN_BIN_DIR"); d != "" {
 		return filepath.Abs(d)

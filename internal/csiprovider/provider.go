@@ -63,7 +63,7 @@ type Options struct {
 	// class selects (userAssignedIdentityID: a client id, an identity's resource id, or empty
 	// for the node's system-assigned or only identity). Nil: azidentity's
 	// ManagedIdentityCredential, which finds the node's endpoint as the SDK does (IMDS on an
-	// Azure VM, or IDENTITY_ENDPOINT / IDENTITY_HEADER). `cerulean up` gives its node's scale set here.
+	// Azure VM, or IDENTITY_ENDPOINT / IDENTITY_HEADER). `cerulean-local up` gives its node's scale set here.
 	ManagedIdentity func(userAssignedIdentityID string) (azcore.TokenCredential, error)
 	// CacheTTL is how long an unpinned object (the latest version) is served from the cache
 	// before it is fetched again; the staleness bound. 0 turns the cache off: every mount

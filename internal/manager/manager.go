@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -278,6 +279,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 	}
 	if err := setupControlPlaneIdentities(ctx, mgr, opts, creds); err != nil {
 		return err
+	}
+	// Credential Secrets stay while the objects that authenticate with them live.
+	guarded := []schema.GroupVersionKind{ceruleanv1alpha1.GroupVersion.WithKind("ControlPlaneIdentities")}
+	for _, k := range armresource.Kinds() {
+		guarded = append(guarded, k.GVK)
+	}
+	if err := credentials.SetupGuard(mgr, guarded); err != nil {
+		return fmt.Errorf("set up credential guard: %w", err)
 	}
 	return setupPodIdentity(ctx, mgr, opts, creds)
 }

@@ -247,9 +247,13 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 	return res, nil
 }
 
-// beforeWrite stores the finalizer and the resource id before the first write to ARM: one
-// patch, and only when one of them is missing.
+// beforeWrite stores the finalizer and the resource id before the first write to ARM (one
+// patch, only when one is missing), and holds the credential's Secret so that the deletion
+// can authenticate however the namespace goes.
 func (p *pass) beforeWrite(ctx context.Context) error {
+	if err := credentials.Hold(ctx, p.r.Client, p.cred); err != nil {
+		return err
+	}
 	if controllerutil.ContainsFinalizer(p.obj, Finalizer) && p.obj.GetAnnotations()[AnnotationResourceID] == p.id {
 		return nil
 	}

@@ -379,6 +379,9 @@ func (r *Reconciler) component(ctx context.Context, obj *cpv1.ControlPlaneIdenti
 // Key Vault holds them.
 func (r *Reconciler) issue(ctx context.Context, obj *cpv1.ControlPlaneIdentities, s sharedState, name cpv1.ComponentName, mi Identity,
 	secretName, why string, st *cpv1.ComponentStatus, now time.Time) error {
+	if err := credentials.Hold(ctx, r.c, s.cred); err != nil {
+		return failure(cpv1.ReasonFailed, err.Error(), err)
+	}
 	fresh, err := s.cred.Fresh(ctx)
 	if err != nil {
 		return failure(cpv1.ReasonFailed, "build the Azure credential: "+err.Error(), err)

@@ -534,4 +534,3 @@ func truncate(s string) string {
 	}
 	return s
 }
-

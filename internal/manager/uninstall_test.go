@@ -23,7 +23,7 @@ import (
 )
 
 // Deleting a CRD while the manager runs detaches its objects: they go away in Kubernetes and
-// their Azure resources stay (the safe uninstall of docs/resources.md).
+// their Azure resources stay (the safe uninstall of docs/install.md).
 func TestCRDDeletionDetaches(t *testing.T) {
 	c := kube(t)
 	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})

@@ -57,7 +57,7 @@ func TestOutcomeResult(t *testing.T) {
 		t.Errorf("terminal: %v %v", res, err)
 	}
 	res, err = Outcome{Retry: RetryBackoff}.result(boom)
-	if err != boom || errors.Is(err, reconcile.TerminalError(nil)) || res.RequeueAfter != 0 {
+	if !errors.Is(err, boom) || errors.Is(err, reconcile.TerminalError(nil)) || res.RequeueAfter != 0 {
 		t.Errorf("backoff: %v %v", res, err)
 	}
 	res, err = Outcome{Retry: RetryAfter, Requeue: 7 * time.Second}.result(boom)

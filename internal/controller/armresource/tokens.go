@@ -65,7 +65,7 @@ func (r *Reconciler) checkToken(token, id, armType string) error {
 func checkPollURL(raw string, ep *url.URL, id, provider string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a URL")
+		return errors.New("not a URL")
 	}
 	if !strings.EqualFold(u.Scheme, ep.Scheme) || !strings.EqualFold(u.Host, ep.Host) {
 		return fmt.Errorf("%s://%s is not the ARM endpoint %s://%s", u.Scheme, u.Host, ep.Scheme, ep.Host)

@@ -236,10 +236,15 @@ func (s secrets) purge(name string) error {
 
 // page lists heads after the skip token: active ones, or deleted ones.
 func (s secrets) page(deleted bool, after string, limit int) ([]head, string, error) {
+	return s.pageOf(bucketHeads, deleted, after, limit)
+}
+
+// pageOf pages the heads of one bucket (secrets', keys' or certificates').
+func (s secrets) pageOf(bucket string, deleted bool, after string, limit int) ([]head, string, error) {
 	var out []head
 	more := false
 	prefix := vaultKey(s.vault.Name) + "/"
-	err := s.tx.ForEach(bucketHeads, prefix, func(k string, decode func(any) error) error {
+	err := s.tx.ForEach(bucket, prefix, func(k string, decode func(any) error) error {
 		if more || strings.ToLower(k[len(prefix):]) <= after {
 			return nil
 		}

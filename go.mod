@@ -162,4 +162,5 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
+	software.sslmate.com/src/go-pkcs12 v0.6.0 // indirect
 )

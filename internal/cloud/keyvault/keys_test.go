@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azcertificates"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azkeys"
 
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
@@ -405,4 +408,63 @@ func TestKeyRoles(t *testing.T) {
 	if code := innerCode(t, sign(c)); code != "ForbiddenByRbac" {
 		t.Errorf("innererror %q", code)
 	}
+}
+
+// TestKeyAndCertificateAccessPolicies: in access-policy mode the `keys` and `certificates`
+// lists decide, each for its own objects; a premium vault takes -HSM keys.
+func TestKeyAndCertificateAccessPolicies(t *testing.T) {
+	e := start(t)
+	app, cred := cloudtest.NewPrincipal(t, e.c, "app")
+	entry := func(objectID string, keys []armkeyvault.KeyPermissions, certs []armkeyvault.CertificatePermissions) *armkeyvault.AccessPolicyEntry {
+		p := &armkeyvault.Permissions{}
+		for _, k := range keys {
+			p.Keys = append(p.Keys, to.Ptr(k))
+		}
+		for _, c := range certs {
+			p.Certificates = append(p.Certificates, to.Ptr(c))
+		}
+		return &armkeyvault.AccessPolicyEntry{TenantID: to.Ptr(e.s.TenantID), ObjectID: to.Ptr(objectID), Permissions: p}
+	}
+	poller, err := e.vaults(t).BeginCreateOrUpdate(t.Context(), e.rg, "kv-keypolicies", armkeyvault.VaultCreateOrUpdateParameters{
+		Location: to.Ptr("eastus"), Properties: &armkeyvault.VaultProperties{
+			TenantID: to.Ptr(e.s.TenantID), SKU: &armkeyvault.SKU{Family: to.Ptr(armkeyvault.SKUFamilyA), Name: to.Ptr(armkeyvault.SKUNamePremium)},
+			AccessPolicies: []*armkeyvault.AccessPolicyEntry{
+				entry(e.s.ObjectID, []armkeyvault.KeyPermissions{armkeyvault.KeyPermissionsAll}, []armkeyvault.CertificatePermissions{armkeyvault.CertificatePermissionsAll}),
+				entry(app.ObjectID, []armkeyvault.KeyPermissions{armkeyvault.KeyPermissionsGet, armkeyvault.KeyPermissionsSign}, []armkeyvault.CertificatePermissions{armkeyvault.CertificatePermissionsGet}),
+			},
+		},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := poller.PollUntilDone(t.Context(), &runtime.PollUntilDoneOptions{Frequency: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri, ctx := *v.Properties.VaultURI, t.Context()
+	hsm, err := e.keys(t, uri, e.owner).CreateKey(ctx, "hsm", azkeys.CreateKeyParameters{Kty: to.Ptr(azkeys.KeyTypeRSAHSM)}, nil)
+	if err != nil || *hsm.Key.Kty != azkeys.KeyTypeRSAHSM {
+		t.Fatalf("RSA-HSM on a premium vault: %v", err)
+	}
+	if _, err := e.certs(t, uri, e.owner).CreateCertificate(ctx, "c", azcertificates.CreateCertificateParameters{
+		CertificatePolicy: selfPolicy("CN=c", "application/x-pkcs12", azcertificates.KeyTypeRSA)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	kc := e.keys(t, uri, cred)
+	digest := sha256.Sum256([]byte("x"))
+	if _, err := kc.Sign(ctx, "hsm", "", azkeys.SignParameters{Algorithm: to.Ptr(azkeys.SignatureAlgorithmPS256), Value: digest[:]}, nil); err != nil {
+		t.Fatalf("sign with keys [get sign]: %v", err)
+	}
+	_, err = kc.WrapKey(ctx, "hsm", "", azkeys.KeyOperationParameters{Algorithm: to.Ptr(azkeys.EncryptionAlgorithmRSAOAEP), Value: digest[:]}, nil)
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
+	if code := innerCode(t, err); code != "AccessDenied" {
+		t.Errorf("innererror %q, want AccessDenied", code)
+	}
+	_, err = kc.CreateKey(ctx, "new", azkeys.CreateKeyParameters{Kty: to.Ptr(azkeys.KeyTypeEC)}, nil)
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden")
+	if _, err := e.certs(t, uri, cred).GetCertificate(ctx, "c", "", nil); err != nil {
+		t.Fatalf("get certificate with certificates [get]: %v", err)
+	}
+	_, err = e.secrets(t, uri, cred).GetSecret(ctx, "c", "", nil)
+	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden") // no secrets permission
 }

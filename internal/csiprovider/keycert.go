@@ -28,8 +28,8 @@ func (p *Provider) fetchVersion(ctx context.Context, vc *vaultClient, vault stri
 // key writes a key's public half as a PEM "PUBLIC KEY" (PKIX), as the upstream provider does:
 // Key Vault never returns a private key.
 func (p *Provider) key(ctx context.Context, vc *vaultClient, vault string, o Object, version string) (fetched, error) {
-	resp, err := vc.keys.GetKey(ctx, o.ObjectName, version, nil)
-	if err != nil {
+	resp, gerr := vc.keys.GetKey(ctx, o.ObjectName, version, nil)
+	if err := gerr; err != nil {
 		return fetched{}, kvError(err, o, vault)
 	}
 	k := resp.Key
@@ -37,15 +37,31 @@ func (p *Provider) key(ctx context.Context, vc *vaultClient, vault string, o Obj
 		return fetched{}, fmt.Errorf("get %s from vault %q: the answer has no key", o, vault)
 	}
 	var pub any
+	var err error
 	switch *k.Kty {
 	case azkeys.KeyTypeRSA, azkeys.KeyTypeRSAHSM:
-		pub = &rsa.PublicKey{N: new(big.Int).SetBytes(k.N), E: int(new(big.Int).SetBytes(k.E).Int64())}
+		e := new(big.Int).SetBytes(k.E)
+		if !e.IsInt64() || e.Int64() > 1<<31-1 {
+			return fetched{}, fmt.Errorf("%w: %s in vault %q: the key's exponent is out of range", ErrDecode, o, vault)
+		}
+		pub = &rsa.PublicKey{N: new(big.Int).SetBytes(k.N), E: int(e.Int64())} //nolint:gosec // bounded just above
 	case azkeys.KeyTypeEC, azkeys.KeyTypeECHSM:
 		curves := map[azkeys.CurveName]elliptic.Curve{azkeys.CurveNameP256: elliptic.P256(), azkeys.CurveNameP384: elliptic.P384(), azkeys.CurveNameP521: elliptic.P521()}
 		if k.Crv == nil || curves[*k.Crv] == nil {
 			return fetched{}, fmt.Errorf("%w: %s in vault %q: the key's curve is not P-256, P-384 or P-521", ErrDecode, o, vault)
 		}
-		pub = &ecdsa.PublicKey{Curve: curves[*k.Crv], X: new(big.Int).SetBytes(k.X), Y: new(big.Int).SetBytes(k.Y)} //nolint:staticcheck // built from the JWK's coordinates
+		c := curves[*k.Crv]
+		size := (c.Params().BitSize + 7) / 8
+		if len(k.X) > size || len(k.Y) > size {
+			return fetched{}, fmt.Errorf("%w: %s in vault %q: the key's coordinates do not fit its curve", ErrDecode, o, vault)
+		}
+		raw := make([]byte, 1+2*size)
+		raw[0] = 4
+		copy(raw[1+size-len(k.X):], k.X)
+		copy(raw[1+2*size-len(k.Y):], k.Y)
+		if pub, err = ecdsa.ParseUncompressedPublicKey(c, raw); err != nil {
+			return fetched{}, fmt.Errorf("%w: %s in vault %q: the key is not on its curve", ErrDecode, o, vault)
+		}
 	default:
 		return fetched{}, fmt.Errorf("%w: %s in vault %q: key type %s is not supported", ErrDecode, o, vault, *k.Kty)
 	}

@@ -89,7 +89,7 @@ func TestMountKeysAndCertificates(t *testing.T) {
 	}
 	got, _ = readFile(t, req.TargetPath, "ec-signing")
 	ecPub, err := x509.ParsePKIXPublicKey(pemBlock(t, got, "PUBLIC KEY"))
-	if err != nil || ecPub.(*ecdsa.PublicKey).X.Cmp(new(big.Int).SetBytes(ek.Key.X)) != 0 {
+	if raw, _ := ecPub.(*ecdsa.PublicKey).Bytes(); err != nil || string(raw) != string(append(append([]byte{4}, ek.Key.X...), ek.Key.Y...)) {
 		t.Fatalf("ec-signing = %v, %v", ecPub, err)
 	}
 	got, _ = readFile(t, req.TargetPath, "tls.crt")

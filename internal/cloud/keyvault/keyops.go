@@ -190,7 +190,7 @@ func encrypt(s crypto.Signer, alg string, plain []byte) ([]byte, error) {
 	case "RSA1_5":
 		out, err = rsa.EncryptPKCS1v15(rand.Reader, &k.PublicKey, plain) //nolint:staticcheck // RSA1_5 is a Key Vault algorithm
 	case "RSA-OAEP":
-		out, err = rsa.EncryptOAEP(sha1.New(), rand.Reader, &k.PublicKey, plain, nil)
+		out, err = rsa.EncryptOAEP(sha1.New(), rand.Reader, &k.PublicKey, plain, nil) //nolint:gosec // RSA-OAEP is SHA-1 by definition
 	default:
 		out, err = rsa.EncryptOAEP(sha256.New(), rand.Reader, &k.PublicKey, plain, nil)
 	}
@@ -211,7 +211,7 @@ func decrypt(s crypto.Signer, alg string, cipher []byte) ([]byte, error) {
 	case "RSA1_5":
 		out, err = rsa.DecryptPKCS1v15(rand.Reader, k, cipher) //nolint:staticcheck // RSA1_5 is a Key Vault algorithm
 	case "RSA-OAEP":
-		out, err = rsa.DecryptOAEP(sha1.New(), rand.Reader, k, cipher, nil)
+		out, err = rsa.DecryptOAEP(sha1.New(), rand.Reader, k, cipher, nil) //nolint:gosec // RSA-OAEP is SHA-1 by definition
 	default:
 		out, err = rsa.DecryptOAEP(sha256.New(), rand.Reader, k, cipher, nil)
 	}

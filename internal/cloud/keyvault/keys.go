@@ -181,8 +181,12 @@ func importPrivate(j jwkIn) ([]byte, string, error) {
 		if len(j.N) == 0 || len(j.E) == 0 || len(j.D) == 0 || len(j.P) == 0 || len(j.Q) == 0 {
 			return nil, "", errBadParameter("An RSA key to import needs n, e, d, p and q.")
 		}
+		e := new(big.Int).SetBytes(j.E)
+		if !e.IsInt64() || e.Int64() < 3 || e.Int64() > 1<<31-1 {
+			return nil, "", errBadParameter("The RSA key's exponent is out of range.")
+		}
 		k := &rsa.PrivateKey{
-			PublicKey: rsa.PublicKey{N: new(big.Int).SetBytes(j.N), E: int(new(big.Int).SetBytes(j.E).Int64())},
+			PublicKey: rsa.PublicKey{N: new(big.Int).SetBytes(j.N), E: int(e.Int64())}, //nolint:gosec // bounded just above
 			D:         new(big.Int).SetBytes(j.D),
 			Primes:    []*big.Int{new(big.Int).SetBytes(j.P), new(big.Int).SetBytes(j.Q)},
 		}

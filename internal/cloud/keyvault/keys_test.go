@@ -145,7 +145,10 @@ func TestKeysRoundTrip(t *testing.T) {
 			t.Fatalf("create %s: %v", tc.crv, err)
 		}
 		curve := map[azkeys.CurveName]elliptic.Curve{azkeys.CurveNameP256: elliptic.P256(), azkeys.CurveNameP384: elliptic.P384(), azkeys.CurveNameP521: elliptic.P521()}[tc.crv]
-		ecPub := &ecdsa.PublicKey{Curve: curve, X: new(big.Int).SetBytes(k.Key.X), Y: new(big.Int).SetBytes(k.Key.Y)}
+		ecPub, err := ecdsa.ParseUncompressedPublicKey(curve, append(append([]byte{4}, k.Key.X...), k.Key.Y...))
+		if err != nil {
+			t.Fatalf("%s public key: %v", tc.crv, err)
+		}
 		h := tc.hash.New()
 		h.Write([]byte("payload"))
 		dg := h.Sum(nil)
@@ -295,14 +298,14 @@ func TestKeysLifecycle(t *testing.T) {
 	}
 	raw, _ := ek.PublicKey.Bytes()
 	if _, err := c.ImportKey(ctx, "imported-ec", azkeys.ImportKeyParameters{Key: &azkeys.JSONWebKey{
-		Kty: to.Ptr(azkeys.KeyTypeEC), Crv: to.Ptr(azkeys.CurveNameP384), X: raw[1:49], Y: raw[49:], D: ek.D.Bytes(),
+		Kty: to.Ptr(azkeys.KeyTypeEC), Crv: to.Ptr(azkeys.CurveNameP384), X: raw[1:49], Y: raw[49:], D: mustBytes(t, ek),
 	}}, nil); err != nil {
 		t.Fatalf("import EC: %v", err)
 	}
 	_, err = c.ImportKey(ctx, "bad", azkeys.ImportKeyParameters{Key: &azkeys.JSONWebKey{Kty: to.Ptr(azkeys.KeyTypeRSA), N: rk.N.Bytes(), E: []byte{1, 0, 1}}}, nil)
 	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadParameter") // no private key
 	_, err = c.ImportKey(ctx, "bad", azkeys.ImportKeyParameters{Key: &azkeys.JSONWebKey{
-		Kty: to.Ptr(azkeys.KeyTypeEC), Crv: to.Ptr(azkeys.CurveNameP384), X: raw[1:49], Y: raw[1:49], D: ek.D.Bytes()}}, nil)
+		Kty: to.Ptr(azkeys.KeyTypeEC), Crv: to.Ptr(azkeys.CurveNameP384), X: raw[1:49], Y: raw[1:49], D: mustBytes(t, ek)}}, nil)
 	cloudtest.RespErr(t, err, http.StatusBadRequest, "BadParameter") // y does not match d
 
 	// Backup, delete, purge, restore: the same key comes back.
@@ -467,4 +470,13 @@ func TestKeyAndCertificateAccessPolicies(t *testing.T) {
 	}
 	_, err = e.secrets(t, uri, cred).GetSecret(ctx, "c", "", nil)
 	cloudtest.RespErr(t, err, http.StatusForbidden, "Forbidden") // no secrets permission
+}
+
+func mustBytes(t *testing.T, k *ecdsa.PrivateKey) []byte {
+	t.Helper()
+	b, err := k.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -107,7 +107,7 @@ func parseRotationPolicy(body []byte) (rotationPolicy, error) {
 		if err := checkDuration("attributes.expiryTime", *p.Attributes.ExpiryTime); err != nil {
 			return p, err
 		}
-		if min, _ := addDuration(time.Unix(0, 0), "P28D"); mustAdd(*p.Attributes.ExpiryTime).Before(min) {
+		if floor, _ := addDuration(time.Unix(0, 0), "P28D"); mustAdd(*p.Attributes.ExpiryTime).Before(floor) {
 			return p, errBadParameter("Property 'attributes.expiryTime' must be at least 28 days (P28D).")
 		}
 	}

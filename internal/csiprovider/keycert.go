@@ -28,8 +28,8 @@ func (p *Provider) fetchVersion(ctx context.Context, vc *vaultClient, vault stri
 // key writes a key's public half as a PEM "PUBLIC KEY" (PKIX), as the upstream provider does:
 // Key Vault never returns a private key.
 func (p *Provider) key(ctx context.Context, vc *vaultClient, vault string, o Object, version string) (fetched, error) {
-	resp, gerr := vc.keys.GetKey(ctx, o.ObjectName, version, nil)
-	if err := gerr; err != nil {
+	resp, err := vc.keys.GetKey(ctx, o.ObjectName, version, nil)
+	if err != nil {
 		return fetched{}, kvError(err, o, vault)
 	}
 	k := resp.Key
@@ -37,7 +37,6 @@ func (p *Provider) key(ctx context.Context, vc *vaultClient, vault string, o Obj
 		return fetched{}, fmt.Errorf("get %s from vault %q: the answer has no key", o, vault)
 	}
 	var pub any
-	var err error
 	switch *k.Kty {
 	case azkeys.KeyTypeRSA, azkeys.KeyTypeRSAHSM:
 		e := new(big.Int).SetBytes(k.E)

@@ -89,7 +89,10 @@ func TestMountKeysAndCertificates(t *testing.T) {
 	}
 	got, _ = readFile(t, req.TargetPath, "ec-signing")
 	ecPub, err := x509.ParsePKIXPublicKey(pemBlock(t, got, "PUBLIC KEY"))
-	if raw, _ := ecPub.(*ecdsa.PublicKey).Bytes(); err != nil || string(raw) != string(append(append([]byte{4}, ek.Key.X...), ek.Key.Y...)) {
+	if err != nil {
+		t.Fatalf("ec-signing: %v", err)
+	}
+	if raw, _ := ecPub.(*ecdsa.PublicKey).Bytes(); string(raw) != string(append(append([]byte{4}, ek.Key.X...), ek.Key.Y...)) {
 		t.Fatalf("ec-signing = %v, %v", ecPub, err)
 	}
 	got, _ = readFile(t, req.TargetPath, "tls.crt")

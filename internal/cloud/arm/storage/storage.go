@@ -1,7 +1,8 @@
-// Package storage is the Microsoft.Storage provider of the local cloud: storage accounts as far
-// as the manager exports their connection details (create, update, get, list, delete, listKeys,
-// regenerateKey, primaryEndpoints, checkNameAvailability). There is no data plane: the endpoints
-// are path-style URLs on the cloud's origin, reserved for one.
+// Package storage is the Microsoft.Storage provider of the local cloud: storage accounts (create,
+// update, get, list, delete, listKeys, regenerateKey, primaryEndpoints, checkNameAvailability)
+// and their blob containers, queues and tables as ARM children. The data planes
+// (internal/cloud/storage) answer under the accounts' public names and authorize with the keys
+// kept here; the children live in the data plane, so ARM and the data plane always agree.
 package storage
 
 import (
@@ -10,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -46,7 +48,8 @@ const nameRule = "Storage account names must be between 3 and 24 characters in l
 // Provider serves Microsoft.Storage.
 type Provider struct {
 	svc  *arm.Service
-	base string // the cloud's origin, for the endpoints
+	base string    // the cloud's origin
+	data DataPlane // nil until SetDataPlane
 }
 
 // Register adds the provider's types and routes to svc; baseURL is the cloud's origin.
@@ -302,6 +305,12 @@ func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, 
 	if err := placed(r.ID); err != nil {
 		return httpx.Response{}, err
 	}
+	// The account's data goes first: a failure leaves the account, so the delete can be retried.
+	if p.data != nil {
+		if err := p.data.DeleteAccountData(ctx, r.ID.Name()); err != nil {
+			return httpx.Response{}, fmt.Errorf("delete the data of storage account %s: %w", r.ID.Name(), err)
+		}
+	}
 	found, err := p.svc.DeleteIfPresent(ctx, r.ID)
 	if err != nil {
 		return httpx.Response{}, err
@@ -427,11 +436,16 @@ type accountJSON struct {
 	Properties map[string]any    `json:"properties"`
 }
 
-// Endpoints are the account's primaryEndpoints: path-style, on the cloud's origin.
+// Endpoints are the account's primaryEndpoints: Azure's public names, where the cloud serves
+// blob, queue and table (through its proxy, or its DNS); file, dfs and web are not served.
 func (p *Provider) Endpoints(account string) map[string]string {
 	out := map[string]string{}
 	for _, svc := range []string{"blob", "queue", "table", "file", "dfs", "web"} {
-		out[svc] = p.base + "/storage/" + svc + "/" + account + "/"
+		host := svc + ".core.windows.net"
+		if svc == "web" {
+			host = "z1.web.core.windows.net"
+		}
+		out[svc] = "https://" + account + "." + host + "/"
 	}
 	return out
 }

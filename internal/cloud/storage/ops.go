@@ -28,7 +28,7 @@ func classify(r *http.Request, service string) op {
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch service {
 	case "blob":
-		base := "blobServices/default/containers"
+		base := "blobServices/containers"
 		o := op{container: container, object: object}
 		switch {
 		case container == "":
@@ -62,7 +62,7 @@ func classify(r *http.Request, service string) op {
 		}
 		return o
 	case "queue":
-		base := "queueServices/default/queues"
+		base := "queueServices/queues"
 		o := op{container: container, object: object}
 		switch {
 		case container == "":
@@ -100,7 +100,7 @@ func classify(r *http.Request, service string) op {
 		return o
 	}
 	// table: /Tables, /Tables('name'), /name(...), /name, /$batch
-	base := "tableServices/default/tables"
+	base := "tableServices/tables"
 	name := container
 	if i := strings.IndexByte(name, '('); i >= 0 {
 		name = name[:i]

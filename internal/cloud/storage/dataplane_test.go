@@ -366,3 +366,79 @@ func TestStorageAuthorization(t *testing.T) {
 	_, err = sasClient.NewListContainersPager(nil).NextPage(ctx)
 	wantCode(t, "expired SAS", err, http.StatusForbidden, string(bloberror.AuthenticationFailed))
 }
+
+// TestARMChildren: containers, queues and tables made through ARM are seen by the data-plane
+// SDKs and the other way round; names out of bounds get ARM's 400; deleting the account
+// deletes its data (an account made again under the name starts empty).
+func TestARMChildren(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	containers := e.arm.NewBlobContainersClient()
+	if _, err := containers.Create(ctx, e.rg, e.account, "fromarm", armstorage.BlobContainer{}, nil); err != nil {
+		t.Fatalf("create container through ARM: %v", err)
+	}
+	blob := e.blobClient(t, e.keys[0])
+	if _, err := blob.CreateContainer(ctx, "fromblob", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(listContainers(t, blob), ","); got != "fromarm,fromblob" {
+		t.Fatalf("azblob lists %s", got)
+	}
+	if c, err := containers.Get(ctx, e.rg, e.account, "fromblob", nil); err != nil || *c.Name != "fromblob" {
+		t.Fatalf("ARM get of a container made with azblob: %v", err)
+	}
+	var armNames []string
+	pager := containers.NewListPager(e.rg, e.account, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("ARM list containers: %v", err)
+		}
+		for _, c := range page.Value {
+			armNames = append(armNames, *c.Name)
+		}
+	}
+	if strings.Join(armNames, ",") != "fromarm,fromblob" {
+		t.Fatalf("ARM lists %v", armNames)
+	}
+	_, err := containers.Create(ctx, e.rg, e.account, "Bad_Name", armstorage.BlobContainer{}, nil)
+	wantCode(t, "container name out of bounds", err, http.StatusBadRequest, "ContainerNameInvalid")
+	if _, err := containers.Delete(ctx, e.rg, e.account, "fromarm", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = containers.Get(ctx, e.rg, e.account, "fromarm", nil)
+	wantCode(t, "deleted container", err, http.StatusNotFound, "ContainerNotFound")
+
+	if _, err := e.arm.NewQueueClient().Create(ctx, e.rg, e.account, "orders", armstorage.Queue{}, nil); err != nil {
+		t.Fatalf("create queue through ARM: %v", err)
+	}
+	qcred, _ := azqueue.NewSharedKeyCredential(e.account, e.keys[0])
+	qs, _ := azqueue.NewServiceClientWithSharedKeyCredential(e.queueURL(), qcred, &azqueue.ClientOptions{ClientOptions: e.clientOptions(t)})
+	if _, err := qs.NewQueueClient("orders").EnqueueMessage(ctx, "m", nil); err != nil {
+		t.Fatalf("enqueue to a queue made through ARM: %v", err)
+	}
+	if _, err := e.arm.NewTableClient().Create(ctx, e.rg, e.account, "ledger", nil); err != nil {
+		t.Fatalf("create table through ARM: %v", err)
+	}
+	tcred, _ := aztables.NewSharedKeyCredential(e.account, e.keys[0])
+	ts, _ := aztables.NewServiceClientWithSharedKey(e.tableURL(), tcred, &aztables.ClientOptions{ClientOptions: e.clientOptions(t)})
+	if _, err := ts.NewClient("ledger").AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"r"}`), nil); err != nil {
+		t.Fatalf("add entity to a table made through ARM: %v", err)
+	}
+
+	// Deleting the account deletes its data.
+	poller, err := e.arm.NewAccountsClient().Delete(ctx, e.rg, e.account, nil)
+	_ = poller
+	if err != nil {
+		t.Fatalf("delete account: %v", err)
+	}
+	e.createAccount(t)
+	if got := listContainers(t, e.blobClient(t, e.keys[0])); len(got) != 0 {
+		t.Fatalf("a new account of the same name lists %v", got)
+	}
+	ts, _ = aztables.NewServiceClientWithSharedKey(e.tableURL(), tcred, &aztables.ClientOptions{ClientOptions: e.clientOptions(t)})
+	_, err = ts.NewClient("ledger").GetEntity(ctx, "p", "r", nil)
+	if err == nil {
+		t.Fatal("the old account's table entity is still there")
+	}
+}

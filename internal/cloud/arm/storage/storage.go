@@ -76,6 +76,7 @@ func Register(svc *arm.Service, baseURL string) *Provider {
 	} {
 		svc.Handle(rt)
 	}
+	p.registerChildren()
 	return p
 }
 

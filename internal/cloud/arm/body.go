@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-
 )
 
 // Decode reads the request body (at most the configured cap) and decodes it as one JSON object

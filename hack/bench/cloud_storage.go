@@ -58,7 +58,7 @@ func benchCloudStorage(ctx context.Context, env benchEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 50 * time.Millisecond}); err != nil {
+	if _, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Second}); err != nil {
 		return nil, err
 	}
 	keys, err := accounts.ListKeys(ctx, "rg-bench", account, nil)

@@ -46,14 +46,19 @@ node: control-plane ## Build and install the local node: kubelet, kube-scheduler
 images: ## Build the local node's images (cerulean, pause, test-app) into bin/images
 	@go run ./hack/images -out $(BIN)/images -ldflags '$(LDFLAGS)'
 
+.PHONY: engines
+engines: ## Install the cloud's data-plane engines (PostgreSQL 15, Redis 7) from Debian (first run only)
+	@hack/install-engines.sh
+
 .PHONY: up
-up: build control-plane $(NODE_DEPS) ## Run the whole system on this machine (state in DATA_DIR=.cerulean; flags in UP_FLAGS, e.g. UP_FLAGS="--clusters 3")
+up: build control-plane $(NODE_DEPS) engines ## Run the whole system on this machine (state in DATA_DIR=.cerulean; flags in UP_FLAGS, e.g. UP_FLAGS="--clusters 3")
 	$(BIN)/cerulean up --data-dir $(DATA_DIR) $(UP_FLAGS)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables from Debian; Debian's Node.js unpacked; first run only)
+test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables, PostgreSQL, Redis from Debian; Debian's Node.js unpacked; first run only)
 	hack/install-test-deps.sh
 	hack/install-debian-node.sh
+	hack/install-engines.sh
 
 .PHONY: test
 test: build tools $(NODE_DEPS) test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint

@@ -97,6 +97,7 @@ type Cloud struct {
 	arm      *arm.Service
 	msi      *msi.Service
 	keyVault *keyVaultParts
+	engines  *dataPlanes
 	srv      *http.Server
 	// handler serves Entra ID, ARM, the managed-identity endpoints and the admin API: what the
 	// main listener serves, and what any other front for those services (a forward proxy) must
@@ -328,6 +329,7 @@ func (c *Cloud) Close() error {
 		err := c.closeProxy()
 		err = errors.Join(err, httpx.Shutdown(ctx, c.srv, &c.inflight))
 		c.closeARM()
+		err = errors.Join(err, c.closeEngines())
 		err = errors.Join(err, c.closeKeyVault())
 		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)

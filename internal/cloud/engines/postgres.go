@@ -86,9 +86,9 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 	}
 	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(n))
 	args := []string{"-D", data,
-		"-c", "listen_addresses=127.0.0.1", "-c", "port="+strconv.Itoa(n),
-		"-c", "unix_socket_directories="+sock, "-c", "hba_file="+filepath.Join(dir, "pg_hba.conf"),
-		"-c", "ssl=on", "-c", "ssl_cert_file="+certFile, "-c", "ssl_key_file="+keyFile,
+		"-c", "listen_addresses=127.0.0.1", "-c", "port=" + strconv.Itoa(n),
+		"-c", "unix_socket_directories=" + sock, "-c", "hba_file=" + filepath.Join(dir, "pg_hba.conf"),
+		"-c", "ssl=on", "-c", "ssl_cert_file=" + certFile, "-c", "ssl_key_file=" + keyFile,
 		"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256",
 		// Small and durable: an idle server stays within a few tens of MiB; every commit is
 		// flushed (the defaults, stated so nobody "tunes" them away).

@@ -130,7 +130,7 @@ func (s *Supervisor) redisDo(ctx context.Context, p *proc, key string, args ...a
 	pool.AddCert(s.o.CA.Cert)
 	c := redis.NewClient(&redis.Options{
 		Addr: p.tls.String(), Password: key, DB: 0, MaxRetries: -1, DialTimeout: 5 * time.Second,
-		TLSConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
+		TLSConfig:       &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
 		DisableIdentity: true,
 	})
 	defer c.Close()

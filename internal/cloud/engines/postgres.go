@@ -2,6 +2,8 @@ package engines
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"net/netip"
@@ -67,9 +69,12 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 	if err := writeHBA(filepath.Join(dir, "pg_hba.conf"), srv.Firewall); err != nil {
 		return netip.AddrPort{}, err
 	}
-	// The socket directory must be short (a Unix socket path has ~107 bytes) and private.
-	sock, err := os.MkdirTemp("", "cerulean-pg-")
-	if err != nil {
+	// The socket directory must be short (a Unix socket path has ~107 bytes) and private; named
+	// for the engine's directory, so a start after a kill -9 replaces the one left behind.
+	sum := sha256.Sum256([]byte(dir))
+	sock := filepath.Join(os.TempDir(), "cerulean-pg-"+hex.EncodeToString(sum[:6]))
+	_ = os.RemoveAll(sock)
+	if err := os.Mkdir(sock, 0o700); err != nil {
 		return netip.AddrPort{}, err
 	}
 	if err := acct.own(dir); err != nil {

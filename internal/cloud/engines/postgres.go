@@ -40,7 +40,7 @@ type IPRange struct {
 // PostgresHost is a server's public name.
 func PostgresHost(name string) string { return name + ".postgres.database.azure.com" }
 
-func pgKey(name string) string { return "postgres/" + name }
+func pgKey(name string) string { return "postgres/" + strings.ToLower(name) }
 
 // StartPostgres starts the server's postmaster (creating its cluster with initdb on first use)
 // and waits until it accepts connections; it is a no-op for a running server except that the
@@ -98,7 +98,8 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 		// Small and durable: an idle server stays within a few tens of MiB; every commit is
 		// flushed (the defaults, stated so nobody "tunes" them away).
 		"-c", "shared_buffers=16MB", "-c", "max_connections=50", "-c", "fsync=on", "-c", "synchronous_commit=on",
-		"-c", "logging_collector=off", "-c", "log_min_messages=warning"}
+		// No statement in the log: a failed ALTER ROLE would print its password.
+		"-c", "logging_collector=off", "-c", "log_min_messages=warning", "-c", "log_min_error_statement=panic"}
 	p, err := startPostmaster(ctx, func() *exec.Cmd { return command(acct, filepath.Join(PostgresBin, "postgres"), args...) })
 	if err != nil {
 		_ = os.RemoveAll(sock)

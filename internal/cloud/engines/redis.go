@@ -32,7 +32,7 @@ type RedisAddrs struct {
 // RedisHost is a cache's public name.
 func RedisHost(name string) string { return name + ".redis.cache.windows.net" }
 
-func redisKey(name string) string { return "redis/" + name }
+func redisKey(name string) string { return "redis/" + strings.ToLower(name) }
 
 // StartRedis starts the cache's redis-server, with both access keys as the default user's two
 // passwords, an append-only file fsynced on every write, and TLS with a certificate for its

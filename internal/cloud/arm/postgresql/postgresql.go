@@ -552,7 +552,7 @@ func (p *Provider) record(ctx context.Context, id armid.ID, engErr error, state 
 		err = nil
 	}
 	if engErr != nil {
-		return arm.Errorf(http.StatusInternalServerError, "InternalServerError", "The server could not be started: %s", clip(engErr.Error(), 1024))
+		return arm.Errorf(http.StatusInternalServerError, "InternalServerError", "The server's engine failed: %s", clip(engErr.Error(), 1024))
 	}
 	return err
 }

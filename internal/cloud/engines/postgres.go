@@ -58,11 +58,16 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return netip.AddrPort{}, err
 	}
-	n, err := port(filepath.Join(dir, "port"))
+	own, err := s.engineAddr(dir)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	certFile, keyFile, err := s.writeServing(dir, PostgresHost(srv.Name))
+	addr, err := listenAt(own, 5432, filepath.Join(dir, "port"))
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	n := int(addr.Port())
+	certFile, keyFile, err := s.writeServing(dir, PostgresHost(srv.Name), addr.Addr())
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
@@ -89,9 +94,8 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 			return netip.AddrPort{}, err
 		}
 	}
-	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(n))
 	args := []string{"-D", data,
-		"-c", "listen_addresses=127.0.0.1", "-c", "port=" + strconv.Itoa(n),
+		"-c", "listen_addresses=" + addr.Addr().String(), "-c", "port=" + strconv.Itoa(n),
 		"-c", "unix_socket_directories=" + sock, "-c", "hba_file=" + filepath.Join(dir, "pg_hba.conf"),
 		"-c", "ssl=on", "-c", "ssl_cert_file=" + certFile, "-c", "ssl_key_file=" + keyFile,
 		"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256",

@@ -9,8 +9,8 @@
 // every write) keep every acknowledged write.
 //
 // Engines run as an unprivileged user when the cloud runs as root (PostgreSQL refuses root): the
-// `postgres` and `redis` users the Debian packages create. Addresses: every engine listens on
-// 127.0.0.1 with a port of its own, kept across restarts in the engine's directory.
+// `postgres` and `redis` users the Debian packages create. Addresses: every engine listens on an
+// IPv4 address of its own in 127.0.0.0/8 at its protocol's standard port (addrs.go).
 package engines
 
 import (

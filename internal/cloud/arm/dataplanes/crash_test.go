@@ -80,26 +80,34 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	// The engines' ports (127.0.0.1 fallback) are kept in their directories.
-	portOf := func(kind, name, file string) int {
-		b, err := os.ReadFile(filepath.Join(dir, "engines", kind, name, file))
-		if err != nil {
-			t.Fatal(err)
+	// Where an engine listens is kept in its directory: its own address and the standard port,
+	// or 127.0.0.1 and a port of its own when the standard one was taken.
+	endpoint := func(kind, name string, std int, portFile string) string {
+		read := func(f string) string {
+			b, err := os.ReadFile(filepath.Join(dir, "engines", kind, name, f))
+			if err != nil {
+				return ""
+			}
+			return strings.TrimSpace(string(b))
 		}
-		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return n
+		if p := read(portFile); p != "" {
+			return "127.0.0.1:" + p
+		}
+		return read("addr") + ":" + strconv.Itoa(std)
 	}
 	pgConn := func() (*pgx.Conn, error) {
-		cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://appadmin:Durable-pw-1@pg-durable.postgres.database.azure.com:%d/postgres?sslmode=verify-full", portOf("postgres", "pg-durable", "port")))
+		ep := endpoint("postgres", "pg-durable", 5432, "port")
+		host, port, _ := strings.Cut(ep, ":")
+		cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://appadmin:Durable-pw-1@pg-durable.postgres.database.azure.com:%s/postgres?sslmode=verify-full", port))
 		if err != nil {
 			return nil, err
 		}
 		cfg.TLSConfig.RootCAs = pool
-		cfg.LookupFunc = func(context.Context, string) ([]string, error) { return []string{"127.0.0.1"}, nil }
+		cfg.LookupFunc = func(context.Context, string) ([]string, error) { return []string{host}, nil }
 		return pgx.ConnectConfig(ctx, cfg)
 	}
 	rdb := func() *redis.Client {
-		return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", portOf("redis", "cache-durable", "tls-port")), Password: *keys.PrimaryKey,
+		return redis.NewClient(&redis.Options{Addr: endpoint("redis", "cache-durable", 6380, "tls-port"), Password: *keys.PrimaryKey,
 			TLSConfig: &tls.Config{RootCAs: pool, ServerName: "cache-durable.redis.cache.windows.net"}})
 	}
 	conn, err := pgConn()

@@ -74,10 +74,14 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 	if err := writeHBA(filepath.Join(dir, "pg_hba.conf"), srv.Firewall); err != nil {
 		return netip.AddrPort{}, err
 	}
-	// The socket directory must be short (a Unix socket path has ~107 bytes) and private; named
-	// for the engine's directory, so a start after a kill -9 replaces the one left behind.
-	sum := sha256.Sum256([]byte(dir))
-	sock := filepath.Join(os.TempDir(), "cerulean-pg-"+hex.EncodeToString(sum[:6]))
+	// The socket directory is private and its path short (a Unix socket path has ~107 bytes):
+	// in the engine's directory when that fits, else in the temp dir, named for the engine's
+	// directory so that a start after a kill -9 replaces the one left behind.
+	sock := filepath.Join(dir, "run")
+	if len(sock)+len("/.s.PGSQL.65535") > 100 {
+		sum := sha256.Sum256([]byte(dir))
+		sock = filepath.Join(os.TempDir(), "cerulean-pg-"+hex.EncodeToString(sum[:6]))
+	}
 	_ = os.RemoveAll(sock)
 	if err := os.Mkdir(sock, 0o700); err != nil {
 		return netip.AddrPort{}, err

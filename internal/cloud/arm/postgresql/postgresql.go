@@ -61,7 +61,6 @@ const (
 	stateStarting     = "Starting"
 	stateStopping     = "Stopping"
 	stateStopped      = "Stopped"
-	stateUpdating     = "Updating"
 	provFailed        = "Failed"
 	provInProgress    = "InProgress"
 )

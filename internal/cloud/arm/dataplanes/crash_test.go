@@ -27,7 +27,7 @@ import (
 // TestKill9KeepsAcknowledgedWrites: a row committed and a key set before a kill -9 of the cloud
 // are there after the next start; the kill leaves no engine process behind.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
-	bin := cloudtest.BuildCerulean(t)
+	bin := cloudtest.BuildCeruleanLocal(t)
 	dir := t.TempDir()
 	p := cloudtest.StartProcess(t, bin, dir)
 	co := p.ClientOptions(t)

@@ -116,7 +116,7 @@ func benchCloudStorage(ctx context.Context, env benchEnv) ([]row, error) {
 			n, err := io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			if err != nil || n != size {
-				return 0, 0, fmt.Errorf("download: %d bytes, %v", n, err)
+				return 0, 0, fmt.Errorf("download: %d bytes, %w", n, err)
 			}
 			downs = append(downs, mbps(time.Since(start)))
 		}

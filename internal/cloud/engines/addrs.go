@@ -46,7 +46,7 @@ func (s *Supervisor) engineAddr(dir string) (netip.Addr, error) {
 		base[3] = byte(i)
 		a := netip.AddrFrom4(base)
 		if !used[a] {
-			if err := os.WriteFile(file, []byte(a.String()+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(a.String()+"\n"), 0o644); err != nil { //nolint:gosec // an address, not a secret
 				return netip.Addr{}, err
 			}
 			return a, nil
@@ -58,13 +58,13 @@ func (s *Supervisor) engineAddr(dir string) (netip.Addr, error) {
 // listenAt is where an engine listens for a protocol: its own address and the standard port,
 // or 127.0.0.1 and a port kept in portFile when that is taken.
 func listenAt(addr netip.Addr, std int, portFile string) (netip.AddrPort, error) {
-	if l, err := net.Listen("tcp", netip.AddrPortFrom(addr, uint16(std)).String()); err == nil {
+	if l, err := net.Listen("tcp", netip.AddrPortFrom(addr, uint16(std)).String()); err == nil { //nolint:gosec // std is a well-known port below 65536
 		_ = l.Close()
-		return netip.AddrPortFrom(addr, uint16(std)), nil
+		return netip.AddrPortFrom(addr, uint16(std)), nil //nolint:gosec // as above
 	}
 	n, err := port(portFile)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(n)), nil
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(n)), nil //nolint:gosec // n is a port from the kernel
 }

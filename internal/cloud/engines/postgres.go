@@ -335,7 +335,7 @@ func writeHBA(path string, rules []IPRange) error {
 		}
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil { //nolint:gosec // pg_hba.conf holds no secret and the engine user reads it
 		return err
 	}
 	return os.Rename(tmp, path)

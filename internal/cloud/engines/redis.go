@@ -80,7 +80,7 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 		return RedisAddrs{}, err
 	}
 	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, s.o.CA.PEM(), 0o644); err != nil {
+	if err := os.WriteFile(caFile, s.o.CA.PEM(), 0o644); err != nil { //nolint:gosec // the CA certificate is public
 		return RedisAddrs{}, err
 	}
 	conf := strings.Join([]string{

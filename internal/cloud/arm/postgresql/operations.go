@@ -33,7 +33,7 @@ func (p *Provider) action(kind string) arm.Handler {
 				return err
 			}
 			st.State = map[string]string{opStart: stateStarting, opStop: stateStopping}[kind]
-			if res.Properties, err = json.Marshal(st); err != nil {
+			if res.Properties, err = json.Marshal(st); err != nil { //nolint:gosec // the cloud keeps the administrator password to run its engine; ARM never returns it
 				return err
 			}
 			if err := arm.PutTx(tx, res); err != nil {
@@ -140,7 +140,7 @@ func (p *Provider) record(ctx context.Context, id armid.ID, engErr error, state 
 		if engErr != nil {
 			st.State, st.ProvisioningState, st.Error = "Disabled", provFailed, clip(engErr.Error(), 1024)
 		}
-		if res.Properties, err = json.Marshal(st); err != nil {
+		if res.Properties, err = json.Marshal(st); err != nil { //nolint:gosec // as above: stored, never returned
 			return err
 		}
 		return arm.PutTx(tx, res)

@@ -179,7 +179,7 @@ func checkSKU(s *sku) error {
 	return nil
 }
 
-func (p *Provider) serverSpec(r *arm.Request) arm.Put[serverBody] {
+func (p *Provider) serverSpec(_ *arm.Request) arm.Put[serverBody] {
 	return arm.Put[serverBody]{
 		Type: ServerType, Depth: 3, CreatedStatus: http.StatusAccepted,
 		Name: func(name string) error {
@@ -243,7 +243,7 @@ func (p *Provider) serverSpec(r *arm.Request) arm.Put[serverBody] {
 				st.Password = sp.Password
 			}
 			var err error
-			res.Properties, err = json.Marshal(st)
+			res.Properties, err = json.Marshal(st) //nolint:gosec // stored for the engine, never returned by ARM
 			return err
 		},
 		View: func(res arm.Resource) any { return p.view(res) },
@@ -369,7 +369,7 @@ func (p *Provider) patchServer(ctx context.Context, r *arm.Request) (httpx.Respo
 			}
 			st.Password = sp.Password
 		}
-		if res.Properties, err = json.Marshal(st); err != nil {
+		if res.Properties, err = json.Marshal(st); err != nil { //nolint:gosec // stored for the engine, never returned by ARM
 			return err
 		}
 		out = res

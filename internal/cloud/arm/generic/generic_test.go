@@ -1,6 +1,7 @@
 package generic_test
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -394,5 +395,98 @@ func TestKeysSurviveRestart(t *testing.T) {
 	ok(t, err)
 	if *after.PrimaryKey != *before.PrimaryKey || *after.SecondaryKey != *before.SecondaryKey {
 		t.Fatal("keys changed across a restart")
+	}
+}
+
+// call sends one request through azcore's ARM pipeline (the Owner's token, the cloud's CA) and
+// returns the status, headers and decoded body.
+func (e env) call(t *testing.T, method, path, body string) (int, http.Header, map[string]any) {
+	t.Helper()
+	client, err := azarm.NewClient("generic.test", "v0.0.0", e.cred, e.opts)
+	ok(t, err)
+	req, err := runtime.NewRequest(t.Context(), method, e.c.Settings().URL+strings.ReplaceAll(path, "{sub}", e.sub))
+	ok(t, err)
+	if body != "" {
+		ok(t, req.SetBody(streaming.NopCloser(strings.NewReader(body)), "application/json"))
+	}
+	resp, err := client.Pipeline().Do(req)
+	ok(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var out map[string]any
+	if b, _ := runtime.Payload(resp); len(b) > 0 {
+		ok(t, json.Unmarshal(b, &out))
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+func props(b map[string]any) map[string]any {
+	p, _ := b["properties"].(map[string]any)
+	return p
+}
+
+// TestProtocol checks what the SDKs hide: a create is 201 with Azure-AsyncOperation and
+// provisioningState Creating, then Succeeded; a GET shows no key material; PATCH merges nested
+// properties and removes null ones; the registry's and workspace's POST actions (no SDK module
+// for them in go.mod) answer in their providers' shapes; a component reports its
+// instrumentation key.
+func TestProtocol(t *testing.T) {
+	e := start(t, "")
+	e.group(t, "rg")
+	const acr = "/subscriptions/{sub}/resourceGroups/rg/providers/Microsoft.ContainerRegistry/registries/CeruleanAcr"
+	st, h, b := e.call(t, "PUT", acr+"?api-version=2023-07-01", `{"location":"westeurope","sku":{"name":"Basic"},"properties":{"adminUserEnabled":true,"policies":{"quarantinePolicy":{"status":"disabled"},"trustPolicy":{"status":"disabled"}}}}`)
+	if st != http.StatusCreated || h.Get("Azure-AsyncOperation") == "" || props(b)["provisioningState"] != "Creating" || props(b)["loginServer"] != "ceruleanacr.azurecr.io" {
+		t.Fatalf("create: %d %v %v", st, h, b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, b = e.call(t, "GET", acr+"?api-version=2023-07-01", "")
+		if props(b)["provisioningState"] == "Succeeded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never Succeeded: %v", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, found := b["keys"]; found || b["sku"].(map[string]any)["name"] != "Basic" {
+		t.Fatalf("GET: %v", b)
+	}
+	st, _, b = e.call(t, "PATCH", acr+"?api-version=2023-07-01", `{"tags":{"env":"dev"},"properties":{"policies":{"trustPolicy":null,"quarantinePolicy":{"status":"enabled"}}}}`)
+	pol, _ := props(b)["policies"].(map[string]any)
+	if st != http.StatusOK || b["tags"].(map[string]any)["env"] != "dev" || props(b)["adminUserEnabled"] != true || pol["trustPolicy"] != nil ||
+		pol["quarantinePolicy"].(map[string]any)["status"] != "enabled" {
+		t.Fatalf("PATCH: %d %v", st, b)
+	}
+	_, _, c1 := e.call(t, "POST", acr+"/listCredentials?api-version=2023-07-01", "")
+	_, _, c2 := e.call(t, "POST", acr+"/regenerateCredential?api-version=2023-07-01", `{"name":"password2"}`)
+	p1, p2 := c1["passwords"].([]any), c2["passwords"].([]any)
+	if c1["username"] != "CeruleanAcr" || len(p1) != 2 || p1[0].(map[string]any)["value"] != p2[0].(map[string]any)["value"] ||
+		p1[1].(map[string]any)["value"] == p2[1].(map[string]any)["value"] {
+		t.Fatalf("credentials %v, after regenerating password2 %v", c1, c2)
+	}
+
+	const ws = "/subscriptions/{sub}/resourceGroups/rg/providers/Microsoft.OperationalInsights/workspaces/logs"
+	if st, _, b := e.call(t, "PUT", ws+"?api-version=2022-10-01", `{"location":"westeurope","properties":{"sku":{"name":"PerGB2018"},"retentionInDays":30}}`); st != http.StatusCreated || props(b)["customerId"] == "" {
+		t.Fatalf("workspace: %d %v", st, b)
+	}
+	_, _, k1 := e.call(t, "POST", ws+"/sharedKeys?api-version=2022-10-01", "")
+	_, _, k2 := e.call(t, "POST", ws+"/regenerateSharedKey?api-version=2022-10-01", "")
+	if k1["primarySharedKey"] == "" || k1["primarySharedKey"] == k2["primarySharedKey"] {
+		t.Fatalf("shared keys %v, regenerated %v", k1, k2)
+	}
+
+	const ai = "/subscriptions/{sub}/resourceGroups/rg/providers/Microsoft.Insights/components/app"
+	st, _, b = e.call(t, "PUT", ai+"?api-version=2020-02-02", `{"location":"westeurope","kind":"web","properties":{"Application_Type":"web"}}`)
+	ik, _ := props(b)["InstrumentationKey"].(string)
+	if st != http.StatusOK || b["kind"] != "web" || ik == "" || !strings.HasPrefix(props(b)["ConnectionString"].(string), "InstrumentationKey="+ik+";") {
+		t.Fatalf("component: %d %v", st, b)
+	}
+	if _, _, again := e.call(t, "GET", ai+"?api-version=2020-02-02", ""); props(again)["InstrumentationKey"] != ik {
+		t.Fatalf("instrumentation key changed: %v", again)
+	}
+
+	// A resource group's type outside a resource group is refused, as ARM refuses it.
+	if st, _, b := e.call(t, "GET", "/subscriptions/{sub}/providers/Microsoft.Network/virtualNetworks/vnet?api-version=2024-05-01", ""); st != http.StatusNotFound || b["error"].(map[string]any)["code"] != "InvalidResourceType" {
+		t.Fatalf("a network at subscription scope: %d %v", st, b)
 	}
 }

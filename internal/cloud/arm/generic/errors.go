@@ -3,7 +3,6 @@ package generic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -25,19 +24,18 @@ func (p *Provider) versionError(r *http.Request, version string, supported []str
 		return arm.Errorf(http.StatusBadRequest, "InvalidApiVersionParameter",
 			"The api-version '%s' is invalid. The supported versions are '%s'.", clip(version, 32), strings.Join(supported, ","))
 	}
-	loc := "global"
-	if id, err := armid.Parse(arm.CleanPath(r.URL.Path)); err == nil && id.ResourceGroup() != "" {
-		_ = p.svc.Store().View(r.Context(), func(tx *store.Tx) error {
-			if g, err := arm.GetTx(tx, arm.GroupID(id)); err == nil && g.Location != "" {
-				loc = g.Location
-			}
-			return nil
-		})
-	}
-	typ := ""
+	loc, typ := "global", ""
 	if id, err := armid.Parse(arm.CleanPath(r.URL.Path)); err == nil {
 		t := id.ResourceType()
 		typ = t[strings.Index(t, "/")+1:]
+		if id.ResourceGroup() != "" {
+			_ = p.svc.Store().View(r.Context(), func(tx *store.Tx) error {
+				if g, err := arm.GetTx(tx, arm.GroupID(id)); err == nil && g.Location != "" {
+					loc = g.Location
+				}
+				return nil
+			})
+		}
 	}
 	return arm.Errorf(http.StatusBadRequest, "NoRegisteredProviderFound",
 		"No registered resource provider found for location '%s' and API version '%s' for type '%s'. The supported api-versions are '%s'.",
@@ -50,8 +48,6 @@ func clip(s string, n int) string {
 	}
 	return s
 }
-
-func errorAs(err error, target any) bool { return errors.As(err, target) }
 
 // mergeBody merges patch into cur as RFC 7396 does: objects merge member by member, null
 // removes a member, any other value replaces.

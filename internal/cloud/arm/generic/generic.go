@@ -12,6 +12,7 @@ package generic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -418,6 +419,12 @@ func (p *Provider) patch(k *kind) arm.Handler {
 			if st.Body, err = mergeBody(st.Body, in); err != nil {
 				return err
 			}
+			// Merges could grow a body past what one PUT may send: refuse that too.
+			if b, err := json.Marshal(st.Body); err != nil {
+				return err
+			} else if len(b) > arm.DefaultMaxBody {
+				return arm.Errorf(http.StatusBadRequest, "RequestContentTooLarge", "The merged resource would exceed the maximum size of %d bytes.", arm.DefaultMaxBody)
+			}
 			if _, ok := b["tags"]; ok {
 				res.Tags = tags
 			}
@@ -465,5 +472,5 @@ func (p *Provider) groupExists(ctx context.Context, id armid.ID) error {
 
 func isGroupMissing(err error) bool {
 	var e *arm.Error
-	return errorAs(err, &e) && e.Code == "ResourceGroupNotFound"
+	return errors.As(err, &e) && e.Code == "ResourceGroupNotFound"
 }

@@ -12,12 +12,15 @@ import (
 	azarm "github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/cosmos/armcosmos/v3"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/eventhub/armeventhub"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/servicebus/armservicebus"
+	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/authz"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
@@ -316,6 +319,36 @@ func TestAuthorization(t *testing.T) {
 	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
 	_, err = other.RegenerateKeys(ctx, "rg", "sb-owned", "RootManageSharedAccessKey", armservicebus.RegenerateAccessKeyParameters{KeyType: new(armservicebus.KeyTypePrimaryKey)}, nil)
 	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
+
+	// Reader on the group reads the namespace but not its keys (listKeys is an action, not a
+	// read); Contributor on the namespace gets the keys.
+	reader, readerCred := cloudtest.NewPrincipal(t, e.c, "reader")
+	e.grant(t, "/subscriptions/"+e.sub+"/resourceGroups/rg", authz.Reader, reader.ObjectID)
+	asReader, _ := e.serviceBus(t, readerCred, e.opts)
+	if _, err := asReader.Get(ctx, "rg", "sb-owned", nil); err != nil {
+		t.Fatalf("Reader get: %v", err)
+	}
+	_, err = asReader.ListKeys(ctx, "rg", "sb-owned", "RootManageSharedAccessKey", nil)
+	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
+	contrib, contribCred := cloudtest.NewPrincipal(t, e.c, "contributor")
+	e.grant(t, "/subscriptions/"+e.sub+"/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/sb-owned", authz.Contributor, contrib.ObjectID)
+	asContrib, _ := e.serviceBus(t, contribCred, e.opts)
+	if _, err := asContrib.ListKeys(ctx, "rg", "sb-owned", "RootManageSharedAccessKey", nil); err != nil {
+		t.Fatalf("Contributor listKeys: %v", err)
+	}
+	_, err = createNamespace(t, asContrib, "rg", "sb-elsewhere")
+	cloudtest.RespErr(t, err, http.StatusForbidden, "AuthorizationFailed")
+}
+
+func (e env) grant(t *testing.T, scope, role, principal string) {
+	t.Helper()
+	ras, err := armauthorization.NewRoleAssignmentsClient(e.sub, e.cred, e.opts)
+	ok(t, err)
+	_, err = ras.Create(t.Context(), scope, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{Properties: &armauthorization.RoleAssignmentProperties{
+		RoleDefinitionID: new("/subscriptions/" + e.sub + "/providers/Microsoft.Authorization/roleDefinitions/" + role),
+		PrincipalID:      new(principal), PrincipalType: new(armauthorization.PrincipalTypeServicePrincipal),
+	}}, nil)
+	ok(t, err)
 }
 
 // TestBadInput: ARM's errors for versions, types and bodies it cannot take, through the SDK

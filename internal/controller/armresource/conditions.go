@@ -30,6 +30,7 @@ var (
 	errSubscription    = errors.New("subscription mismatch")
 	errExport          = errors.New("export failed")
 	errCredential      = errors.New("credential unavailable")
+	errSecret          = errors.New("secret input unavailable")
 )
 
 // classify maps a pass's error to the Ready condition, as Azure Service Operator does:
@@ -49,7 +50,7 @@ func classify(err error, sync, backoff time.Duration) Outcome {
 		o.Severity, o.Reason, o.Requeue = shared.SeverityWarning, shared.ReasonReferenceNotFound, backoff
 	case errors.Is(err, errSubscription):
 		o.Severity, o.Reason = shared.SeverityError, shared.ReasonSubscriptionMismatch
-	case errors.Is(err, errCredential):
+	case errors.Is(err, errCredential) || errors.Is(err, errSecret):
 		o.Severity, o.Reason, o.Requeue = shared.SeverityWarning, shared.ReasonSecretNotFound, backoff
 	case errors.Is(err, errInvalidSpec):
 		o.Severity, o.Reason = shared.SeverityError, shared.ReasonReconciliationFailedPermanently

@@ -37,6 +37,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unst
 		return r.release(ctx, obj, "Detached", "Reconcile policy "+policy+": the Azure resource was kept")
 	case id == "":
 		return r.release(ctx, obj, "Deleted", "Never created in Azure: nothing to delete")
+	case r.opts.Kind.NoDelete:
+		return r.release(ctx, obj, "Detached", "Azure has no delete for this kind: the value stays until its owner is deleted")
 	}
 	crdGone, err := r.crdDeleting(ctx)
 	if err != nil {

@@ -388,6 +388,7 @@ func (p *pass) finish(ctx context.Context, reader *armClient, res map[string]any
 		}
 	}
 	p.status = statusFromARM(res, p.r.opts.Kind.Flatten)
+	scrubSecretInputs(p.status, p.r.opts.Kind.SecretInputs)
 	p.armSeen = true
 	if p.obj.GetAnnotations()[AnnotationResourceID] == "" {
 		if err := p.r.patchMeta(ctx, p.obj, func(o *unstructured.Unstructured) {
@@ -729,6 +730,12 @@ func (r *Reconciler) body(ctx context.Context, obj *unstructured.Unstructured, c
 		return v, nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := r.resolveSecretInputs(ctx, obj, body); err != nil {
+		return nil, err
+	}
+	if err := r.ownInKubernetes(ctx, obj); err != nil {
 		return nil, err
 	}
 	if r.opts.Kind.Prepare != nil {

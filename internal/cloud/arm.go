@@ -44,9 +44,12 @@ func (c *Cloud) startARM(ctx context.Context, opts Options, boot bootstrap) erro
 	managedidentity.Register(c.arm, c.entra.Directory)
 	authorization.Register(c.arm, c.entra.Directory)
 	compute.Register(c.arm, c.entra.Directory)
-	storage.Register(c.arm, c.settings.URL)
+	storageProvider := storage.Register(c.arm, c.settings.URL)
 	containerservice.Register(c.arm)
 	if err := c.startKeyVault(ctx, opts); err != nil {
+		return err
+	}
+	if err := c.startStorage(ctx, opts, storageProvider); err != nil {
 		return err
 	}
 	return c.arm.Start(ctx)

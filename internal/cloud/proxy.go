@@ -13,6 +13,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/proxy"
+	"github.com/cerulean/cerulean/internal/cloud/storage"
 	"github.com/cerulean/cerulean/internal/fsutil"
 	"github.com/cerulean/cerulean/internal/shellenv"
 )
@@ -65,6 +66,13 @@ func (c *Cloud) routePublic(ctx context.Context, host string) (http.Handler, err
 	switch {
 	case azurenames.IsEntra(host), azurenames.IsManagement(host):
 		return c.srv.Handler, nil
+	}
+	if _, _, ok := storage.ParseHost(host); ok {
+		h, err := c.storage.Handler(ctx, host)
+		if errors.Is(err, storage.ErrAccountNotFound) {
+			return nil, fmt.Errorf("no storage account for %s: %w", host, proxy.ErrNotServed)
+		}
+		return h, err
 	}
 	name, ok := azurenames.VaultName(host)
 	if !ok {

@@ -30,6 +30,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/pki"
 	"github.com/cerulean/cerulean/internal/cloud/proxy"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/cloud/storage"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/fsutil"
 	"github.com/cerulean/cerulean/internal/shellenv"
@@ -54,6 +55,9 @@ type Options struct {
 	// 0 picks a free loopback port); empty runs no proxy. `cerulean cloud` defaults to
 	// DefaultProxyAddr.
 	ProxyAddr string
+	// AzuriteDir is the Azurite install the storage data planes run (hack/install-azurite.sh);
+	// empty finds bin/azurite (storage.DefaultAzuriteDir).
+	AzuriteDir string
 }
 
 // Settings are what a client needs to use the cloud.
@@ -97,6 +101,8 @@ type Cloud struct {
 	arm      *arm.Service
 	msi      *msi.Service
 	keyVault *keyVaultParts
+	storage  *storage.Service
+	azurite  *storage.Azurite
 	srv      *http.Server
 	// handler serves Entra ID, ARM, the managed-identity endpoints and the admin API: what the
 	// main listener serves, and what any other front for those services (a forward proxy) must
@@ -163,6 +169,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 			}
 			c.closeARM()
 			_ = c.closeKeyVault()
+			_ = c.closeStorage()
 		}
 		if ln != nil {
 			_ = ln.Close()
@@ -329,6 +336,7 @@ func (c *Cloud) Close() error {
 		err = errors.Join(err, httpx.Shutdown(ctx, c.srv, &c.inflight))
 		c.closeARM()
 		err = errors.Join(err, c.closeKeyVault())
+		err = errors.Join(err, c.closeStorage())
 		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}

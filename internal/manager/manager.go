@@ -17,8 +17,10 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +28,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	secretsstorev1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
@@ -104,6 +107,9 @@ type Options struct {
 	// identities are put on nodes' VMs and scale sets through ARM), "managed" (no ARM writes)
 	// or "off".
 	PodIdentity string
+	// RateLimiter, when set, backs off failing ARM resources instead of the default (per
+	// object, 1s doubling to 5m); tests observe it.
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -223,7 +229,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
 		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
-		GlobalCredential: opts.GlobalCredential}); err != nil {
+		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -258,6 +264,8 @@ type SetupOptions struct {
 	IdentityURL        string
 	Clock              func() time.Time
 	ControlPlaneResync time.Duration
+	// RateLimiter backs off failing ARM resources (Options.RateLimiter).
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// PostgreSQLDial connects the User controller to servers (nil: resolve their Azure names);
 	// tests in one process give the local cloud's addresses.
 	PostgreSQLDial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -281,7 +289,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 			Kind: k, Credentials: creds, ARM: opts.ARM, Exports: writer,
 			KeyVault: kv, ExportKeyVault: opts.ExportKeyVault,
 			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
-			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval,
+			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, RateLimiter: opts.RateLimiter,
 		})
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)
@@ -293,6 +301,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 	}
 	if err := setupControlPlaneIdentities(ctx, mgr, opts, creds); err != nil {
 		return err
+	}
+	// Credential Secrets stay while the objects that authenticate with them live.
+	guarded := []schema.GroupVersionKind{ceruleanv1alpha1.GroupVersion.WithKind("ControlPlaneIdentities")}
+	for _, k := range armresource.Kinds() {
+		guarded = append(guarded, k.GVK)
+	}
+	if err := credentials.SetupGuard(mgr, guarded); err != nil {
+		return fmt.Errorf("set up credential guard: %w", err)
 	}
 	return setupPodIdentity(ctx, mgr, opts, creds)
 }

@@ -46,15 +46,20 @@ node: control-plane ## Build and install the local node: kubelet, kube-scheduler
 images: ## Build the local node's images (cerulean, pause, test-app) into bin/images
 	@go run ./hack/images -out $(BIN)/images -ldflags '$(LDFLAGS)'
 
+.PHONY: engines
+engines: ## Install the cloud's data-plane engines (PostgreSQL 15, Redis 7) from Debian (first run only)
+	@hack/install-engines.sh
+
 .PHONY: up
-up: build control-plane $(NODE_DEPS) azurite ## Run the whole system on this machine (state in DATA_DIR=.cerulean; flags in UP_FLAGS, e.g. UP_FLAGS="--clusters 3")
+up: build control-plane $(NODE_DEPS) azurite engines ## Run the whole system on this machine (state in DATA_DIR=.cerulean; flags in UP_FLAGS, e.g. UP_FLAGS="--clusters 3")
 	$(BIN)/cerulean up --data-dir $(DATA_DIR) $(UP_FLAGS)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables from Debian; Debian's Node.js unpacked; first run only)
+test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables, PostgreSQL, Redis from Debian; Debian's Node.js unpacked; first run only)
 	hack/install-test-deps.sh
 	hack/install-debian-node.sh
 	hack/install-azurite.sh
+	hack/install-engines.sh
 
 .PHONY: azurite
 azurite: ## Install Azurite (pinned in hack/azurite) on Debian's Node.js into bin/azurite, the local cloud's storage engine (first run only)

@@ -46,13 +46,19 @@ func (c *Cloud) startARM(ctx context.Context, opts Options, boot bootstrap) erro
 	compute.Register(c.arm, c.entra.Directory)
 	storageProvider := storage.Register(c.arm, c.settings.URL)
 	containerservice.Register(c.arm)
+	if err := c.registerEngines(opts); err != nil {
+		return err
+	}
 	if err := c.startKeyVault(ctx, opts); err != nil {
 		return err
 	}
 	if err := c.startStorage(ctx, opts, storageProvider); err != nil {
 		return err
 	}
-	return c.arm.Start(ctx)
+	if err := c.arm.Start(ctx); err != nil {
+		return err
+	}
+	return c.startEngines(ctx)
 }
 
 // withARM sends ARM's paths (/subscriptions/..., /providers/...) to ARM and the rest to next.

@@ -103,6 +103,7 @@ type Cloud struct {
 	keyVault *keyVaultParts
 	storage  *storage.Service
 	azurite  *storage.Azurite
+	engines  *dataPlanes
 	srv      *http.Server
 	// handler serves Entra ID, ARM, the managed-identity endpoints and the admin API: what the
 	// main listener serves, and what any other front for those services (a forward proxy) must
@@ -335,6 +336,7 @@ func (c *Cloud) Close() error {
 		err := c.closeProxy()
 		err = errors.Join(err, httpx.Shutdown(ctx, c.srv, &c.inflight))
 		c.closeARM()
+		err = errors.Join(err, c.closeEngines())
 		err = errors.Join(err, c.closeKeyVault())
 		err = errors.Join(err, c.closeStorage())
 		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	_ "embed" // the preload hook
@@ -224,8 +223,16 @@ func (a *Azurite) start() (*azuriteRun, error) {
 	if err := os.WriteFile(hook, hookJS, 0o600); err != nil {
 		return nil, fmt.Errorf("write azurite hook: %w", err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(a.o.DataDir, "azurite.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logPath := filepath.Join(a.o.DataDir, "azurite.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
+		return nil, fmt.Errorf("open azurite log: %w", err)
+	}
+	// Azurite's output goes to the file, never to a pipe of ours: after a kill -9 of the cloud
+	// a write to a pipe nobody reads would fail Azurite's shutdown before it saves.
+	offset, err := logFile.Seek(0, io.SeekEnd)
+	if err != nil {
+		_ = logFile.Close()
 		return nil, fmt.Errorf("open azurite log: %w", err)
 	}
 	cmd := exec.Command(node, "--require", hook, filepath.Join(dir, "node_modules", "azurite", "dist", "src", "azurite.js"),
@@ -235,12 +242,7 @@ func (a *Azurite) start() (*azuriteRun, error) {
 	// SIGTERM, not SIGKILL, when the cloud dies: Azurite then saves its metadata (it saves
 	// every few seconds otherwise), so no acknowledged write is lost.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		_ = logFile.Close()
-		return nil, err
-	}
-	cmd.Stderr = logFile
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	run := &azuriteRun{cmd: cmd, ready: make(chan struct{}), ports: map[string]int{}, done: make(chan struct{})}
 	// Pdeathsig fires when the forking thread exits: fork on a thread that stays until the child exits.
 	started := make(chan error, 1)
@@ -258,56 +260,45 @@ func (a *Azurite) start() (*azuriteRun, error) {
 		close(run.done)
 	}()
 	if err := <-started; err != nil {
-		_ = stdout.Close()
 		return nil, err
 	}
-	go a.watch(run, stdout, logFile)
+	go a.watch(run, logPath, offset)
 	a.o.Logger.Info("Azurite starting", "pid", cmd.Process.Pid, "dataDir", data)
 	return run, nil
 }
 
-// watch reads Azurite's output into its log and marks the run ready once all three services
+// watch reads Azurite's log from offset and marks the run ready once all three services
 // listen, or failed when it exits or takes too long first.
-func (a *Azurite) watch(run *azuriteRun, stdout io.Reader, log io.Writer) {
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			_, _ = fmt.Fprintln(log, sc.Text())
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	timeout := time.NewTimer(a.o.StartTimeout)
-	defer timeout.Stop()
+func (a *Azurite) watch(run *azuriteRun, logPath string, offset int64) {
+	deadline := time.Now().Add(a.o.StartTimeout)
 	fail := func(err error) {
 		run.err = err
 		close(run.ready)
 		_ = run.cmd.Process.Kill()
 	}
 	for {
+		exited := false
 		select {
-		case l, ok := <-lines:
-			if !ok {
-				<-run.done
-				fail(fmt.Errorf("azurite exited before listening (%v); see %s", run.exit, filepath.Join(a.o.DataDir, "azurite.log")))
-				return
-			}
-			if m := listening.FindStringSubmatch(l); m != nil {
+		case <-run.done:
+			exited = true
+		case <-time.After(100 * time.Millisecond):
+		}
+		if b, err := os.ReadFile(logPath); err == nil && int64(len(b)) >= offset {
+			for _, m := range listening.FindAllStringSubmatch(string(b[offset:]), -1) {
 				port, _ := strconv.Atoi(m[2])
 				run.ports[strings.ToLower(m[1])] = port
-				if len(run.ports) == len(Services) {
-					close(run.ready)
-					a.o.Logger.Info("Azurite ready", "ports", run.ports)
-					for range lines { //nolint:revive // drain the rest into the log
-					}
-					return
-				}
 			}
-		case <-timeout.C:
-			fail(fmt.Errorf("azurite did not listen within %s; see %s", a.o.StartTimeout, filepath.Join(a.o.DataDir, "azurite.log")))
-			for range lines { //nolint:revive // drain
-			}
+		}
+		switch {
+		case len(run.ports) == len(Services):
+			close(run.ready)
+			a.o.Logger.Info("Azurite ready", "ports", run.ports)
+			return
+		case exited:
+			fail(fmt.Errorf("azurite exited before listening (%v); see %s", run.exit, logPath))
+			return
+		case time.Now().After(deadline):
+			fail(fmt.Errorf("azurite did not listen within %s; see %s", a.o.StartTimeout, logPath))
 			return
 		}
 	}

@@ -58,6 +58,9 @@ type Kind struct {
 	OwnedInKubernetes bool
 	// NoDelete says ARM has no DELETE for the kind: deleting the object only releases it.
 	NoDelete bool
+	// DriftIgnore are body paths (dotted) ARM answers in its own form (a Redis's redisVersion
+	// "6" reads back "6.0.x"): not compared for drift; a change of the spec still applies them.
+	DriftIgnore []string
 }
 
 // Groups of the kinds.

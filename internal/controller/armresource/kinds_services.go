@@ -71,6 +71,7 @@ func serviceKinds() []Kind {
 			ARMType: "Microsoft.Cache/redis", APIVersion: "2024-11-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, Exports: redisExports, SecretValues: redisKeys,
+			DriftIgnore: []string{"properties.redisVersion"},
 		},
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupCache, Version: "v1api20241101", Kind: "RedisFirewallRule"},

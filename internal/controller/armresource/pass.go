@@ -194,7 +194,7 @@ func (p *pass) apply(ctx context.Context, reader armAPI, g gathered) error {
 		case err != nil:
 			return fmt.Errorf("read %s: %w", p.id, err)
 		default:
-			where := drifted(g.body, res)
+			where := drifted(withoutPaths(g.body, p.r.opts.Kind.DriftIgnore), res)
 			if where == "" {
 				return p.finish(ctx, reader, res)
 			}

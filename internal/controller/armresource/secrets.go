@@ -158,3 +158,15 @@ func scrubSecretInputs(status map[string]any, paths []string) {
 		unstructured.RemoveNestedField(status, strings.Split(p, ".")...)
 	}
 }
+
+// withoutPaths is a copy of body without the dotted paths.
+func withoutPaths(body map[string]any, paths []string) map[string]any {
+	if len(paths) == 0 {
+		return body
+	}
+	out := deepCopy(body).(map[string]any)
+	for _, p := range paths {
+		unstructured.RemoveNestedField(out, strings.Split(p, ".")...)
+	}
+	return out
+}

@@ -87,3 +87,25 @@ func TestNumberReadsBothDecoders(t *testing.T) {
 		t.Error("a string is no number")
 	}
 }
+
+// A Redis's redisVersion ("6") reads back in ARM's form ("6.0.20"): no drift, so no PUT each sync.
+func TestRedisVersionIsNoDrift(t *testing.T) {
+	var redis Kind
+	for _, k := range Kinds() {
+		if k.GVK.Kind == "Redis" {
+			redis = k
+		}
+	}
+	body := map[string]any{"location": "westus2", "properties": map[string]any{"redisVersion": "6", "enableNonSslPort": false}}
+	res := map[string]any{"location": "westus2", "properties": map[string]any{"redisVersion": "6.0.20", "enableNonSslPort": false}}
+	if where := drifted(withoutPaths(body, redis.DriftIgnore), res); where != "" {
+		t.Errorf("drift at %s", where)
+	}
+	if _, still := body["properties"].(map[string]any)["redisVersion"]; !still {
+		t.Error("withoutPaths changed the body it was given")
+	}
+	res["properties"].(map[string]any)["enableNonSslPort"] = true
+	if where := drifted(withoutPaths(body, redis.DriftIgnore), res); where != "properties.enableNonSslPort" {
+		t.Errorf("drift at %q, want properties.enableNonSslPort", where)
+	}
+}

@@ -110,6 +110,8 @@ type Options struct {
 	// RateLimiter, when set, backs off failing ARM resources instead of the default (per
 	// object, 1s doubling to 5m); tests observe it.
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// PostgreSQLDial connects the User controller to servers (nil: resolve their Azure names).
+	PostgreSQLDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -229,7 +231,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
 		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
-		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter}); err != nil {
+		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter, PostgreSQLDial: opts.PostgreSQLDial}); err != nil {
 		return err
 	}
 	if hooks != nil {

@@ -3,6 +3,8 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +114,7 @@ func TestSecretInputWaitsAndNeverLeaks(t *testing.T) {
 	c := kube(t)
 	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
 	ns, other := namespace(t, c), namespace(t, c)
-	logs := startManagerLogged(t, az, ns)
+	logs := startManagerLogged(t, az, time.Minute, ns)
 	const password = "Kinds-secret-value-7f3a9c"
 
 	rg := resourceGroup("kinds-pg-rg-"+ns[len(ns)-5:], nil)
@@ -171,7 +173,7 @@ func TestSecretInputWaitsAndNeverLeaks(t *testing.T) {
 }
 
 // startManagerLogged runs the manager with debug logs kept for the test to search.
-func startManagerLogged(t *testing.T, az *cloud.Cloud, namespaces ...string) *cloudtest.SyncBuffer {
+func startManagerLogged(t *testing.T, az *cloud.Cloud, sync time.Duration, namespaces ...string) *cloudtest.SyncBuffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -179,9 +181,10 @@ func startManagerLogged(t *testing.T, az *cloud.Cloud, namespaces ...string) *cl
 	go func() {
 		done <- manager.Run(ctx, manager.Options{
 			REST: devenvtest.ControlPlane(t).RESTConfig, Azure: azureConfig(az),
-			SyncPeriod: time.Minute, PollInterval: 100 * time.Millisecond, TargetNamespaces: namespaces,
+			SyncPeriod: sync, PollInterval: 100 * time.Millisecond, TargetNamespaces: namespaces,
 			MetricsAddr: "0", HealthAddr: "0", SkipNameValidation: true,
-			Logger: logr.FromSlogHandler(cloudtest.DebugLogger(logs).Handler()),
+			Logger:         logr.FromSlogHandler(cloudtest.DebugLogger(logs).Handler()),
+			PostgreSQLDial: dataPlaneDial(az),
 		})
 	}()
 	t.Cleanup(func() {
@@ -195,4 +198,21 @@ func startManagerLogged(t *testing.T, az *cloud.Cloud, namespaces ...string) *cl
 	})
 	t.Cleanup(func() { deleteAll(t, namespaces) })
 	return logs
+}
+
+// dataPlaneDial connects to a data plane's Azure name where the in-process cloud serves it
+// (the cloud's DNS answers those names for pods; this process asks the cloud directly).
+func dataPlaneDial(az *cloud.Cloud) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ap, ok := az.DataPlaneEndpoint(host)
+		if !ok {
+			return nil, fmt.Errorf("no data plane answers %s", host)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, ap.String())
+	}
 }

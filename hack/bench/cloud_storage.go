@@ -58,7 +58,7 @@ func benchCloudStorage(ctx context.Context, env benchEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 50 * time.Millisecond}); err != nil {
+	if _, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Second}); err != nil {
 		return nil, err
 	}
 	keys, err := accounts.ListKeys(ctx, "rg-bench", account, nil)
@@ -116,7 +116,7 @@ func benchCloudStorage(ctx context.Context, env benchEnv) ([]row, error) {
 			n, err := io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 			if err != nil || n != size {
-				return 0, 0, fmt.Errorf("download: %d bytes, %v", n, err)
+				return 0, 0, fmt.Errorf("download: %d bytes, %w", n, err)
 			}
 			downs = append(downs, mbps(time.Since(start)))
 		}

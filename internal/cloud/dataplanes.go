@@ -47,8 +47,9 @@ func (c *Cloud) closeEngines() error {
 
 // LookupDataPlane is the address a data plane's public name answers on, for the cloud's DNS:
 // NAME.postgres.database.azure.com and NAME.redis.cache.windows.net of running servers and
-// caches. A deleted (or stopped) resource does not resolve. Every engine listens on 127.0.0.1
-// today, each on a port of its own (DataPlaneEndpoint); see docs/cloud.md.
+// caches. A deleted, stopped or failed resource does not resolve. Every engine has an address of
+// its own in 127.0.0.0/8 and its standard port there (or, when that port is taken, 127.0.0.1 and
+// a port of its own: DataPlaneEndpoint has the port); see docs/cloud.md.
 func (c *Cloud) LookupDataPlane(host string) (netip.Addr, bool) {
 	ap, ok := c.DataPlaneEndpoint(host)
 	return ap.Addr(), ok

@@ -52,7 +52,7 @@ type Options struct {
 	Faults         *faults.Config   // fault rules active from the start; the admin API changes them
 	RequestLogSize int              // requests the log keeps; 0 = reqlog.DefaultSize
 	// ProxyAddr is where the forward proxy for Azure's public names listens ("0" or a port
-	// 0 picks a free loopback port); empty runs no proxy. `cerulean cloud` defaults to
+	// 0 picks a free loopback port); empty runs no proxy. `cerulean-local cloud` defaults to
 	// DefaultProxyAddr.
 	ProxyAddr string
 	// AzuriteDir is the Azurite install the storage data planes run (hack/install-azurite.sh);
@@ -280,7 +280,7 @@ func (c *Cloud) Entra() *entra.Service { return c.entra }
 // Store is the cloud's state, for services added in later parts.
 func (c *Cloud) Store() *store.Store { return c.store }
 
-// Env returns the NAME=VALUE lines `cerulean cloud env` prints (without "export "). Values are
+// Env returns the NAME=VALUE lines `cerulean-local cloud env` prints (without "export "). Values are
 // quoted for a POSIX shell where needed.
 func (c *Cloud) Env() []string {
 	s := c.settings

@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,10 +13,10 @@ import (
 	"github.com/cerulean/cerulean/internal/pki"
 )
 
-// writeServing issues a serving certificate for host (and 127.0.0.1) from the cloud's CA into
+// writeServing issues a serving certificate for host (and its address and 127.0.0.1) from the cloud's CA into
 // dir/server.crt and dir/server.key, key readable only by its owner. A new one every start: the
 // CA is the cloud's, the leaf is the engine's, and nothing pins it.
-func (s *Supervisor) writeServing(dir, host string) (certFile, keyFile string, err error) {
+func (s *Supervisor) writeServing(dir, host string, addr netip.Addr) (certFile, keyFile string, err error) {
 	if s.o.CA == nil {
 		return "", "", fmt.Errorf("issue certificate for %s: no CA", host)
 	}
@@ -23,7 +24,7 @@ func (s *Supervisor) writeServing(dir, host string) (certFile, keyFile string, e
 		Subject:     pkix.Name{CommonName: host, Organization: []string{"Cerulean"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:    []string{host},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IP(addr.AsSlice())},
 	}, s.o.Now(), 365*24*time.Hour)
 	if err != nil {
 		return "", "", fmt.Errorf("issue certificate for %s: %w", host, err)
@@ -33,7 +34,7 @@ func (s *Supervisor) writeServing(dir, host string) (certFile, keyFile string, e
 		return "", "", err
 	}
 	certFile, keyFile = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
-	if err := os.WriteFile(certFile, append(pki.EncodeCert(der), s.o.CA.PEM()...), 0o644); err != nil {
+	if err := os.WriteFile(certFile, append(pki.EncodeCert(der), s.o.CA.PEM()...), 0o644); err != nil { //nolint:gosec // a certificate: public, read by the engine user
 		return "", "", err
 	}
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {

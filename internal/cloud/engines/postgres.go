@@ -2,6 +2,8 @@ package engines
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"net/netip"
@@ -38,7 +40,7 @@ type IPRange struct {
 // PostgresHost is a server's public name.
 func PostgresHost(name string) string { return name + ".postgres.database.azure.com" }
 
-func pgKey(name string) string { return "postgres/" + name }
+func pgKey(name string) string { return "postgres/" + strings.ToLower(name) }
 
 // StartPostgres starts the server's postmaster (creating its cluster with initdb on first use)
 // and waits until it accepts connections; it is a no-op for a running server except that the
@@ -56,20 +58,32 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return netip.AddrPort{}, err
 	}
-	n, err := port(filepath.Join(dir, "port"))
+	own, err := s.engineAddr(dir)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	certFile, keyFile, err := s.writeServing(dir, PostgresHost(srv.Name))
+	addr, err := listenAt(own, 5432, filepath.Join(dir, "port"))
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	n := int(addr.Port())
+	certFile, keyFile, err := s.writeServing(dir, PostgresHost(srv.Name), addr.Addr())
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
 	if err := writeHBA(filepath.Join(dir, "pg_hba.conf"), srv.Firewall); err != nil {
 		return netip.AddrPort{}, err
 	}
-	// The socket directory must be short (a Unix socket path has ~107 bytes) and private.
-	sock, err := os.MkdirTemp("", "cerulean-pg-")
-	if err != nil {
+	// The socket directory is private and its path short (a Unix socket path has ~107 bytes):
+	// in the engine's directory when that fits, else in the temp dir, named for the engine's
+	// directory so that a start after a kill -9 replaces the one left behind.
+	sock := filepath.Join(dir, "run")
+	if len(sock)+len("/.s.PGSQL.65535") > 100 {
+		sum := sha256.Sum256([]byte(dir))
+		sock = filepath.Join(os.TempDir(), "cerulean-pg-"+hex.EncodeToString(sum[:6]))
+	}
+	_ = os.RemoveAll(sock)
+	if err := os.Mkdir(sock, 0o700); err != nil {
 		return netip.AddrPort{}, err
 	}
 	if err := acct.own(dir); err != nil {
@@ -84,16 +98,16 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 			return netip.AddrPort{}, err
 		}
 	}
-	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(n))
 	args := []string{"-D", data,
-		"-c", "listen_addresses=127.0.0.1", "-c", "port=" + strconv.Itoa(n),
+		"-c", "listen_addresses=" + addr.Addr().String(), "-c", "port=" + strconv.Itoa(n),
 		"-c", "unix_socket_directories=" + sock, "-c", "hba_file=" + filepath.Join(dir, "pg_hba.conf"),
 		"-c", "ssl=on", "-c", "ssl_cert_file=" + certFile, "-c", "ssl_key_file=" + keyFile,
 		"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256",
 		// Small and durable: an idle server stays within a few tens of MiB; every commit is
 		// flushed (the defaults, stated so nobody "tunes" them away).
 		"-c", "shared_buffers=16MB", "-c", "max_connections=50", "-c", "fsync=on", "-c", "synchronous_commit=on",
-		"-c", "logging_collector=off", "-c", "log_min_messages=warning"}
+		// No statement in the log: a failed ALTER ROLE would print its password.
+		"-c", "logging_collector=off", "-c", "log_min_messages=warning", "-c", "log_min_error_statement=panic"}
 	p, err := startPostmaster(ctx, func() *exec.Cmd { return command(acct, filepath.Join(PostgresBin, "postgres"), args...) })
 	if err != nil {
 		_ = os.RemoveAll(sock)
@@ -321,7 +335,7 @@ func writeHBA(path string, rules []IPRange) error {
 		}
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil { //nolint:gosec // pg_hba.conf holds no secret and the engine user reads it
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -32,7 +32,7 @@ type RedisAddrs struct {
 // RedisHost is a cache's public name.
 func RedisHost(name string) string { return name + ".redis.cache.windows.net" }
 
-func redisKey(name string) string { return "redis/" + name }
+func redisKey(name string) string { return "redis/" + strings.ToLower(name) }
 
 // StartRedis starts the cache's redis-server, with both access keys as the default user's two
 // passwords, an append-only file fsynced on every write, and TLS with a certificate for its
@@ -56,26 +56,35 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return RedisAddrs{}, err
 	}
-	tlsPort, err := port(filepath.Join(dir, "tls-port"))
+	own, err := s.engineAddr(dir)
 	if err != nil {
 		return RedisAddrs{}, err
 	}
-	plainPort := 0
+	tlsAddr, err := listenAt(own, 6380, filepath.Join(dir, "tls-port"))
+	if err != nil {
+		return RedisAddrs{}, err
+	}
+	var plainAddr netip.AddrPort
 	if c.NonTLSPort {
-		if plainPort, err = port(filepath.Join(dir, "port")); err != nil {
+		if plainAddr, err = listenAt(own, 6379, filepath.Join(dir, "port")); err != nil {
 			return RedisAddrs{}, err
 		}
 	}
-	certFile, keyFile, err := s.writeServing(dir, RedisHost(c.Name))
+	binds := tlsAddr.Addr().String()
+	if plainAddr.IsValid() && plainAddr.Addr() != tlsAddr.Addr() {
+		binds += " " + plainAddr.Addr().String() // one fell back to 127.0.0.1
+	}
+	tlsPort, plainPort := int(tlsAddr.Port()), int(plainAddr.Port())
+	certFile, keyFile, err := s.writeServing(dir, RedisHost(c.Name), tlsAddr.Addr())
 	if err != nil {
 		return RedisAddrs{}, err
 	}
 	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, s.o.CA.PEM(), 0o644); err != nil {
+	if err := os.WriteFile(caFile, s.o.CA.PEM(), 0o644); err != nil { //nolint:gosec // the CA certificate is public
 		return RedisAddrs{}, err
 	}
 	conf := strings.Join([]string{
-		"bind 127.0.0.1",
+		"bind " + binds,
 		"port " + strconv.Itoa(plainPort),
 		"tls-port " + strconv.Itoa(tlsPort),
 		"tls-cert-file " + certFile,
@@ -104,11 +113,7 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 	if err != nil {
 		return RedisAddrs{}, fmt.Errorf("start Redis for %s: %w", c.Name, err)
 	}
-	lo := netip.MustParseAddr("127.0.0.1")
-	p.tls = netip.AddrPortFrom(lo, uint16(tlsPort))
-	if plainPort != 0 {
-		p.addr = netip.AddrPortFrom(lo, uint16(plainPort))
-	}
+	p.tls, p.addr = tlsAddr, plainAddr
 	p.stop = func(p *proc) error { return terminate(p, syscall.SIGTERM, 30*time.Second) }
 	keys := c.Keys
 	ready := func(ctx context.Context) error { return s.redisDo(ctx, p, keys[0], "PING") }
@@ -130,7 +135,7 @@ func (s *Supervisor) redisDo(ctx context.Context, p *proc, key string, args ...a
 	pool.AddCert(s.o.CA.Cert)
 	c := redis.NewClient(&redis.Options{
 		Addr: p.tls.String(), Password: key, DB: 0, MaxRetries: -1, DialTimeout: 5 * time.Second,
-		TLSConfig:       &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
+		TLSConfig:       &tls.Config{RootCAs: pool, ServerName: p.tls.Addr().String(), MinVersion: tls.VersionTLS12},
 		DisableIdentity: true,
 	})
 	defer c.Close()

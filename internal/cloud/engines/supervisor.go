@@ -9,8 +9,8 @@
 // every write) keep every acknowledged write.
 //
 // Engines run as an unprivileged user when the cloud runs as root (PostgreSQL refuses root): the
-// `postgres` and `redis` users the Debian packages create. Addresses: every engine listens on
-// 127.0.0.1 with a port of its own, kept across restarts in the engine's directory.
+// `postgres` and `redis` users the Debian packages create. Addresses: every engine listens on an
+// IPv4 address of its own in 127.0.0.0/8 at its protocol's standard port (addrs.go).
 package engines
 
 import (
@@ -74,7 +74,7 @@ func New(o Options) (*Supervisor, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if err := os.MkdirAll(filepath.Join(o.Dir, "engines"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(o.Dir, "engines"), 0o755); err != nil { //nolint:gosec // the engine users must traverse it
 		return nil, fmt.Errorf("create engines dir: %w", err)
 	}
 	return &Supervisor{o: o, log: o.Logger, running: map[string]*proc{}}, nil
@@ -168,7 +168,7 @@ func (a *account) own(path string) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, int(a.uid), int(a.gid))
+		return os.Lchown(p, int(a.uid), int(a.gid)) //nolint:gosec // the tree is the cloud's own data dir
 	})
 	if err != nil {
 		return fmt.Errorf("give %s to the engine user: %w", path, err)
@@ -230,7 +230,7 @@ func terminate(p *proc, sig syscall.Signal, grace time.Duration) error {
 
 // exited describes why an engine that should run is gone, with its last output.
 func (p *proc) exited(what string) error {
-	return fmt.Errorf("%s exited (%v): %s", what, p.err, p.stderr.String())
+	return fmt.Errorf("%s exited (%w): %s", what, p.err, p.stderr.String())
 }
 
 // waitReady polls ready until it succeeds, the process exits, or ctx ends.
@@ -270,7 +270,7 @@ func port(file string) (int, error) {
 	}
 	n := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	if err := os.WriteFile(file, []byte(strconv.Itoa(n)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(strconv.Itoa(n)+"\n"), 0o644); err != nil { //nolint:gosec // a pid, not a secret
 		return 0, err
 	}
 	return n, nil

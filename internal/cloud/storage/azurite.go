@@ -116,7 +116,7 @@ func DefaultAzuriteDir() (string, error) {
 }
 
 func isFile(p string) bool {
-	st, err := os.Stat(p)
+	st, err := os.Stat(p) //nolint:gosec // p is under the cloud's data dir
 	return err == nil && !st.IsDir()
 }
 
@@ -295,7 +295,7 @@ func (a *Azurite) watch(run *azuriteRun, logPath string, offset int64) {
 			a.o.Logger.Info("Azurite ready", "ports", run.ports)
 			return
 		case exited:
-			fail(fmt.Errorf("azurite exited before listening (%v); see %s", run.exit, logPath))
+			fail(fmt.Errorf("azurite exited before listening (%w); see %s", run.exit, logPath))
 			return
 		case time.Now().After(deadline):
 			fail(fmt.Errorf("azurite did not listen within %s; see %s", a.o.StartTimeout, logPath))

@@ -84,14 +84,20 @@ func New(o Options) *Service {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{o: o}
+	// Loopback to Azurite: never through a proxy, and enough idle connections for an SDK's
+	// parallel block uploads.
+	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
 	s.proxy = &httputil.ReverseProxy{
+		Transport:      tr,
 		Rewrite:        func(*httputil.ProxyRequest) {}, // the request is rewritten before
 		ModifyResponse: s.modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.o.Logger.ErrorContext(r.Context(), "Forwarding to Azurite failed", "err", err)
 			writeError(w, r, hostService(r.Host), http.StatusServiceUnavailable, "ServerBusy", "The storage engine (Azurite) is not available.")
 		},
-		FlushInterval: -1,
+		// 0: bodies of known length are copied in large buffered writes; streamed ones
+		// (unknown length) are still flushed at once.
+		FlushInterval: 0,
 	}
 	return s
 }

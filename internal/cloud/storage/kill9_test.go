@@ -95,7 +95,7 @@ func proxiedOptions(t *testing.T, dir string, p *cloudtest.Process) azcore.Clien
 // SIGTERM by the kernel and saves first), and the stopped cloud leaves no Azurite behind.
 func TestStorageKill9(t *testing.T) {
 	azuriteDir(t)
-	bin := cloudtest.BuildCerulean(t)
+	bin := cloudtest.BuildCeruleanLocal(t)
 	dir := t.TempDir()
 	p := cloudtest.StartProcess(t, bin, dir)
 	opts := p.ClientOptions(t)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+	"github.com/cerulean/cerulean/internal/cloud/engines"
 )
 
 type env struct {
@@ -48,6 +49,38 @@ func TestDataPlanes(t *testing.T) {
 	e := start(t)
 	t.Run("PostgreSQL", func(t *testing.T) { testPostgres(t, e) })
 	t.Run("Redis", func(t *testing.T) { testRedis(t, e) })
+	t.Run("EngineFailure", func(t *testing.T) { testEngineFailure(t, e) })
+}
+
+// testEngineFailure: a server whose engine cannot start is Failed with the engine's error,
+// never a half-created server that reports success.
+func testEngineFailure(t *testing.T, e *env) {
+	ctx := t.Context()
+	saved := engines.PostgresBin
+	engines.PostgresBin = t.TempDir() // no initdb, no postgres
+	defer func() { engines.PostgresBin = saved }()
+	servers, _ := armpostgresqlflexibleservers.NewServersClient(e.sub, e.cred, cloudtest.ARMOptions(e.c))
+	poller, err := servers.BeginCreateOrUpdate(ctx, "rg", "pg-broken", armpostgresqlflexibleservers.Server{
+		Location: to.Ptr("eastus"), SKU: &armpostgresqlflexibleservers.SKU{Name: to.Ptr("Standard_B1ms"), Tier: to.Ptr(armpostgresqlflexibleservers.SKUTierBurstable)},
+		Properties: &armpostgresqlflexibleservers.ServerProperties{AdministratorLogin: to.Ptr("appadmin"), AdministratorLoginPassword: to.Ptr("Broken-pw-1")},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = poller.PollUntilDone(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), "initdb") {
+		t.Fatalf("create with a broken engine: %v", err)
+	}
+	got, err := servers.Get(ctx, "rg", "pg-broken", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *got.Properties.State == armpostgresqlflexibleservers.ServerStateReady {
+		t.Fatal("a server whose engine failed reports Ready")
+	}
+	if _, ok := e.c.LookupDataPlane("pg-broken.postgres.database.azure.com"); ok {
+		t.Fatal("a failed server resolves")
+	}
 }
 
 // pgConnect connects as an app would: a DSN with the server's public name and sslmode

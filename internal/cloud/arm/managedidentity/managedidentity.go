@@ -85,11 +85,6 @@ type identityProperties struct {
 	ClientID    string `json:"clientId"`
 }
 
-type identityBody struct {
-	Location string            `json:"location"`
-	Tags     map[string]string `json:"tags"`
-}
-
 type identityJSON struct {
 	ID         string             `json:"id"`
 	Name       string             `json:"name"`

@@ -71,7 +71,7 @@ func TestPostgreSQLAndRedisKinds(t *testing.T) {
 	rfw := owned(cacheAPI, "RedisFirewallRule", "all", "cache", map[string]any{"startIP": "127.0.0.1", "endIP": "127.0.0.1"})
 	all := []*unstructured.Unstructured{user, db, fw, rfw, rg, pg, redis}
 	create(t, c, ns, all...)
-	for _, u := range all {
+	for _, u := range []*unstructured.Unstructured{rg, pg, redis, user, db, fw, rfw} { // owners first: a failure names the cause
 		waitReady(t, c, u, 3*time.Minute)
 	}
 

@@ -56,6 +56,9 @@ type Kind struct {
 	// OwnedInKubernetes makes the object owned by its owner object (an ownerReference), as
 	// Azure Service Operator does: deleting the owner deletes it.
 	OwnedInKubernetes bool
+	// PropertyKeys are spec keys other kinds send at the top level that this kind's ARM schema
+	// has under properties (a Redis's sku).
+	PropertyKeys []string
 	// NoDelete says ARM has no DELETE for the kind: deleting the object only releases it.
 	NoDelete bool
 	// DriftIgnore are body paths (dotted) ARM answers in its own form (a Redis's redisVersion

@@ -50,6 +50,9 @@ func serviceKinds() []Kind {
 		}
 		if defaultName { // a storage account has one service of each type, named default
 			k.DefaultName = func(*unstructured.Unstructured) string { return "default" }
+			// ARM has no DELETE of an account's service (its settings go with the account): a
+			// DELETE answers 405, and a service's object would never go with its account.
+			k.NoDelete = true
 		}
 		return k
 	}
@@ -71,7 +74,7 @@ func serviceKinds() []Kind {
 			ARMType: "Microsoft.Cache/redis", APIVersion: "2024-11-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, Exports: redisExports, SecretValues: redisKeys,
-			DriftIgnore: []string{"properties.redisVersion"},
+			DriftIgnore: []string{"properties.redisVersion"}, PropertyKeys: []string{"sku"},
 		},
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupCache, Version: "v1api20241101", Kind: "RedisFirewallRule"},

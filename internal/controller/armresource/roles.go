@@ -38,6 +38,7 @@ func (r *Reconciler) body(ctx context.Context, obj *unstructured.Unstructured, c
 	if err != nil {
 		return nil, err
 	}
+	moveToProperties(body, r.opts.Kind.PropertyKeys)
 	if err := r.resolveSecretInputs(ctx, obj, body); err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func serviceWorkload(_ *managerEnv, ns, group string) benchWorkload {
 	secret := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata":   map[string]any{"name": "pg-admin", "namespace": ns},
-		"stringData": map[string]any{"password": "Bench-admin-pw-1"},
+		"stringData": map[string]any{"password": "Bench-admin-pw-1"}, //nolint:gosec // the password of a throwaway server in the bench's own cloud
 	}}
 	wl := benchWorkload{sets: *mgrServiceSets, prereqs: []*unstructured.Unstructured{secret},
 		objs: []*unstructured.Unstructured{obj("resources.azure.com/v1api20200601", "ResourceGroup", group, map[string]any{"location": "westus2"})}}

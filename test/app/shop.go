@@ -119,8 +119,11 @@ func shopBlob(ctx context.Context, getenv func(string) string) (string, error) {
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
-	if err != nil || string(got) != body {
-		return "", fmt.Errorf("download: read back %q (%v)", got, err)
+	if err != nil {
+		return "", fmt.Errorf("download: read: %w", err)
+	}
+	if string(got) != body {
+		return "", fmt.Errorf("download: read back %q, wrote %q", got, body)
 	}
 	return name, nil
 }

@@ -53,7 +53,7 @@ type RedisSpec struct {
 	// minimumTlsVersion is 1.0, 1.1 or 1.2.
 	// +optional
 	// +kubebuilder:validation:Enum="1.0";"1.1";"1.2"
-	MinimumTlsVersion string `json:"minimumTlsVersion,omitempty"`
+	MinimumTLSVersion string `json:"minimumTlsVersion,omitempty"`
 	// redisVersion is the major version (e.g. 6) or latest.
 	// +optional
 	// +kubebuilder:validation:MaxLength=16

@@ -45,7 +45,7 @@ const (
 	annotationReconcilePolicy = "serviceoperator.azure.com/reconcile-policy"
 	// annotationAppliedHash identifies the attributes, password and roles last applied.
 	annotationAppliedHash = "cerulean.dev/applied-hash"
-	indexSecrets          = "cerulean.user.secrets"
+	indexSecrets          = "cerulean.user.secrets" //nolint:gosec // a field index's name, not a credential
 	indexOwner            = "cerulean.user.owner"
 )
 

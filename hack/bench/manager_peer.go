@@ -93,28 +93,11 @@ type managerEnv struct {
 // The managers run one after the other (their CRDs share names), each as a process of its own
 // so its memory is its own.
 func benchManagers(ctx context.Context, env benchEnv) ([]row, error) {
-	limits := cloudarm.Unlimited
-	c, err := startCloud(ctx, env, "cloud-managers", cloud.Options{
-		ARM:            cloudarm.Config{Limits: &limits},
-		RequestLogSize: 2_000_000,
-		ProxyAddr:      "0", // a free port: ASO reaches the cloud only under Azure's public names
-	})
+	me, err := startManagerEnv(ctx, env, "managers")
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	cp, err := devenv.Start(ctx, devenv.Options{DataDir: filepath.Join(env.scratch, "controlplane-managers"), BinDir: env.binDir})
-	if err != nil {
-		return nil, err
-	}
-	defer cp.Stop()
-	cfg := *cp.RESTConfig
-	cfg.QPS, cfg.Burst = 500, 1000
-	dyn, err := dynamic.NewForConfig(&cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create dynamic client: %w", err)
-	}
-	me := &managerEnv{benchEnv: env, cloud: c, cp: cp, dyn: dyn}
+	defer me.stop()
 
 	peers := []*peerManager{ceruleanManager(me), asoManager(me)}
 	results := map[string]peerResult{}
@@ -123,7 +106,7 @@ func benchManagers(ctx context.Context, env benchEnv) ([]row, error) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "  %s: %d pairs…\n", p.name, *mgrPairs)
-		r, err := runPeer(ctx, me, p)
+		r, err := runPeer(ctx, me, p, identityWorkload)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", p.name, err)
 		}
@@ -131,6 +114,40 @@ func benchManagers(ctx context.Context, env benchEnv) ([]row, error) {
 		results[p.name] = r
 	}
 	return managerRows(results), nil
+}
+
+// startManagerEnv starts a local cloud and a control plane (named for the section's scratch
+// directories) for managers to run against.
+func startManagerEnv(ctx context.Context, env benchEnv, name string) (*managerEnv, error) {
+	limits := cloudarm.Unlimited
+	c, err := startCloud(ctx, env, "cloud-"+name, cloud.Options{
+		ARM:            cloudarm.Config{Limits: &limits},
+		RequestLogSize: 2_000_000,
+		ProxyAddr:      "0", // a free port: ASO reaches the cloud only under Azure's public names
+	})
+	if err != nil {
+		return nil, err
+	}
+	cp, err := devenv.Start(ctx, devenv.Options{DataDir: filepath.Join(env.scratch, "controlplane-"+name), BinDir: env.binDir})
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	cfg := *cp.RESTConfig
+	cfg.QPS, cfg.Burst = 500, 1000
+	dyn, err := dynamic.NewForConfig(&cfg)
+	if err != nil {
+		cp.Stop()
+		_ = c.Close()
+		return nil, fmt.Errorf("create dynamic client: %w", err)
+	}
+	return &managerEnv{benchEnv: env, cloud: c, cp: cp, dyn: dyn}, nil
+}
+
+// stop stops the control plane and the cloud.
+func (me *managerEnv) stop() {
+	me.cp.Stop()
+	_ = me.cloud.Close()
 }
 
 // managerRows renders the results: Cerulean's value, ASO's in the text, the ratio Cerulean/ASO.
@@ -186,10 +203,19 @@ func managerRows(res map[string]peerResult) []row {
 	return rows
 }
 
+// benchWorkload is a manifest set and the kinds it holds, owners first.
+type benchWorkload struct {
+	sets    int                          // repeated units (identity pairs, service sets)
+	prereqs []*unstructured.Unstructured // created first, not counted (a password's Secret)
+	objs    []*unstructured.Unstructured
+	gvrs    []schema.GroupVersionResource
+}
+
 // runPeer installs the manager's CRDs, starts it, applies the workload, waits for Ready, counts
 // the cloud's requests over the steady-state window, stops it and removes its CRDs.
-func runPeer(ctx context.Context, me *managerEnv, p *peerManager) (_ peerResult, err error) {
+func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *managerEnv, ns, group string) benchWorkload) (_ peerResult, err error) {
 	ns := "bench-" + p.name
+	wl := load(me, ns, "rg-bench-"+p.name)
 	if err := p.install(ctx); err != nil {
 		return peerResult{}, fmt.Errorf("install CRDs: %w", err)
 	}
@@ -202,7 +228,7 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager) (_ peerResult,
 		if proc != nil {
 			proc.stop()
 		}
-		if rerr := releaseObjects(cleanup, me.dyn, ns); rerr != nil && err == nil {
+		if rerr := releaseObjects(cleanup, me.dyn, ns, wl.gvrs); rerr != nil && err == nil {
 			err = rerr
 		}
 		if uerr := p.uninstall(cleanup); uerr != nil && err == nil {
@@ -215,18 +241,21 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager) (_ peerResult,
 	if err := ensureNamespace(ctx, me, ns); err != nil {
 		return peerResult{}, err
 	}
+	if err := createAll(ctx, me.dyn, wl.prereqs); err != nil {
+		return peerResult{}, err
+	}
 	proc, err = p.start(ctx, ns)
 	if err != nil {
 		return peerResult{}, fmt.Errorf("start manager: %w", err)
 	}
 
-	objs := workload(ns, "rg-bench-"+p.name, *mgrPairs, me.cp.IssuerURL)
-	res := peerResult{pairs: *mgrPairs, objects: len(objs)}
+	objs := wl.objs
+	res := peerResult{pairs: wl.sets, objects: len(objs)}
 	start := time.Now()
 	if err := createAll(ctx, me.dyn, objs); err != nil {
 		return res, err
 	}
-	res.ready, err = waitReady(ctx, me.dyn, ns, len(objs), *mgrCap, proc)
+	res.ready, err = waitReady(ctx, me.dyn, ns, wl.gvrs, len(objs), *mgrCap, proc)
 	res.readyIn = time.Since(start)
 	switch {
 	case errors.Is(err, errCapReached):
@@ -274,6 +303,12 @@ func tail(path string, n int) string {
 	return path + ":\n" + strings.Join(lines, "\n")
 }
 
+// identityWorkload is the identity section's manifest set: -manager-pairs pairs.
+func identityWorkload(me *managerEnv, ns, group string) benchWorkload {
+	return benchWorkload{sets: *mgrPairs, objs: workload(ns, group, *mgrPairs, me.cp.IssuerURL),
+		gvrs: []schema.GroupVersionResource{gvrResourceGroup, gvrIdentity, gvrFederated}}
+}
+
 // workload is the manifest set: one ResourceGroup, and n identities each with one federated
 // credential, as ASO users write them.
 func workload(ns, group string, n int, issuer string) []*unstructured.Unstructured {
@@ -304,15 +339,15 @@ func workload(ns, group string, n int, issuer string) []*unstructured.Unstructur
 	return objs
 }
 
+// gvrOf is an object's resource: its apiVersion and its CRD's plural (the kind lowercased, plus
+// "s" except where the CRD says otherwise).
 func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
-	switch u.GetKind() {
-	case "ResourceGroup":
-		return gvrResourceGroup
-	case "UserAssignedIdentity":
-		return gvrIdentity
-	default:
-		return gvrFederated
+	gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
+	plural := strings.ToLower(u.GetKind())
+	if !strings.HasSuffix(plural, "redis") {
+		plural += "s"
 	}
+	return gv.WithResource(plural)
 }
 
 // createAll creates the objects with a few concurrent clients, as `kubectl apply` of a directory
@@ -352,12 +387,12 @@ var errCapReached = errors.New("cap reached")
 
 // waitReady polls until count objects in ns have Ready=True, the cap passes or the manager
 // exits; it returns how many were Ready.
-func waitReady(ctx context.Context, dyn dynamic.Interface, ns string, count int, limit time.Duration, proc *managerProcess) (int, error) {
+func waitReady(ctx context.Context, dyn dynamic.Interface, ns string, gvrs []schema.GroupVersionResource, count int, limit time.Duration, proc *managerProcess) (int, error) {
 	deadline := time.Now().Add(limit)
 	last, lastChange := -1, time.Now()
 	for {
 		ready := 0
-		for _, gvr := range []schema.GroupVersionResource{gvrResourceGroup, gvrIdentity, gvrFederated} {
+		for _, gvr := range gvrs {
 			l, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return ready, fmt.Errorf("list %s: %w", gvr.Resource, err)
@@ -411,9 +446,10 @@ func ensureNamespace(ctx context.Context, me *managerEnv, ns string) error {
 // releaseObjects drops the finalizers of every workload object in ns, with its manager stopped,
 // so that removing the CRDs removes the objects and leaves the Azure resources alone. It works
 // at each CRD's storage version: with the manager stopped no conversion webhook answers.
-func releaseObjects(ctx context.Context, dyn dynamic.Interface, ns string) error {
+func releaseObjects(ctx context.Context, dyn dynamic.Interface, ns string, gvrs []schema.GroupVersionResource) error {
 	patch := []byte(`{"metadata":{"finalizers":null}}`)
-	for _, gvr := range []schema.GroupVersionResource{gvrFederated, gvrIdentity, gvrResourceGroup} {
+	for i := len(gvrs) - 1; i >= 0; i-- { // children first
+		gvr := gvrs[i]
 		crd, err := dyn.Resource(gvrCRD).Get(ctx, gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue

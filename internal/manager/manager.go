@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -34,9 +35,13 @@ import (
 	aadpodidentityv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 	authorizationv1api20220401 "github.com/cerulean/cerulean/api/authorization/v1api20220401"
 	authorizationv20220401 "github.com/cerulean/cerulean/api/authorization/v20220401"
+	cachev1api20230801 "github.com/cerulean/cerulean/api/cache/v1api20230801"
+	cachev1api20241101 "github.com/cerulean/cerulean/api/cache/v1api20241101"
 	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	containerservicev1api20240901 "github.com/cerulean/cerulean/api/containerservice/v1api20240901"
 	containerservicev20240901 "github.com/cerulean/cerulean/api/containerservice/v20240901"
+	dbforpostgresqlv1 "github.com/cerulean/cerulean/api/dbforpostgresql/v1"
+	dbforpostgresqlv1api20240801 "github.com/cerulean/cerulean/api/dbforpostgresql/v1api20240801"
 	keyvaultv1api20230701 "github.com/cerulean/cerulean/api/keyvault/v1api20230701"
 	managedidentityv1api20230131 "github.com/cerulean/cerulean/api/managedidentity/v1api20230131"
 	resourcesv1api20200601 "github.com/cerulean/cerulean/api/resources/v1api20200601"
@@ -47,6 +52,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/controlplaneidentities"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/exports"
+	"github.com/cerulean/cerulean/internal/controller/pguser"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 )
@@ -104,6 +110,8 @@ type Options struct {
 	// RateLimiter, when set, backs off failing ARM resources instead of the default (per
 	// object, 1s doubling to 5m); tests observe it.
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// PostgreSQLDial connects the User controller to servers (nil: resolve their Azure names).
+	PostgreSQLDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -118,6 +126,8 @@ func Scheme() (*runtime.Scheme, error) {
 		authorizationv1api20220401.AddToScheme, authorizationv20220401.AddToScheme,
 		storagev1api20230101.AddToScheme, storagev20230101.AddToScheme,
 		containerservicev1api20240901.AddToScheme, containerservicev20240901.AddToScheme,
+		dbforpostgresqlv1api20240801.AddToScheme, dbforpostgresqlv1.AddToScheme,
+		cachev1api20241101.AddToScheme, cachev1api20230801.AddToScheme,
 		aadpodidentityv1.AddToScheme, ceruleanv1alpha1.AddToScheme, secretsstorev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
@@ -221,7 +231,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
 		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
-		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter}); err != nil {
+		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter, PostgreSQLDial: opts.PostgreSQLDial}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -258,6 +268,9 @@ type SetupOptions struct {
 	ControlPlaneResync time.Duration
 	// RateLimiter backs off failing ARM resources (Options.RateLimiter).
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// PostgreSQLDial connects the User controller to servers (nil: resolve their Azure names);
+	// tests in one process give the local cloud's addresses.
+	PostgreSQLDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Setup adds a reconciler of every kind to mgr.
@@ -283,6 +296,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)
 		}
+	}
+	users := pguser.New(mgr.GetClient(), pguser.Options{Recorder: mgr.GetEventRecorder("cerulean-manager"), Dial: opts.PostgreSQLDial, SyncPeriod: opts.SyncPeriod})
+	if err := users.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("set up User controller: %w", err)
 	}
 	if err := setupControlPlaneIdentities(ctx, mgr, opts, creds); err != nil {
 		return err

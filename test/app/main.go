@@ -24,6 +24,9 @@
 //	                      every EVERY with that one credential until SIGTERM, and prints each
 //	                      outcome with the appid claim and the authority and not_before of the
 //	                      credentials file in use (never the token)
+//	test-app shop ADDR    the app of config/samples/app: each GET writes and reads a row in
+//	                      PostgreSQL (pgx), a key in Redis (go-redis) and a blob (azblob, workload
+//	                      identity), see shop.go
 //	test-app sleep        waits for SIGTERM
 //	test-app echo WORDS   prints its arguments and waits for SIGTERM (a container with logs)
 package main
@@ -196,6 +199,11 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 			return fmt.Errorf("GET %s: %s", args[0], resp.Status)
 		}
 		return nil
+	case "shop":
+		if len(args) != 1 {
+			return errors.New("usage: test-app shop ADDR")
+		}
+		return shop(ctx, args[0], os.Getenv)
 	case "imds-token":
 		if len(args) != 1 {
 			return errors.New("usage: test-app imds-token SCOPE")

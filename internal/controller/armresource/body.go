@@ -59,6 +59,24 @@ func armBody(spec map[string]any, flatten bool, lookup ConfigMapLookup) (map[str
 	return out, nil
 }
 
+// moveToProperties moves keys ARM usually has at the top level (a Redis's sku) under
+// "properties", where the kind's ARM schema has them.
+func moveToProperties(body map[string]any, keys []string) {
+	for _, k := range keys {
+		v, ok := body[k]
+		if !ok {
+			continue
+		}
+		props, _ := body["properties"].(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+			body["properties"] = props
+		}
+		props[k] = v
+		delete(body, k)
+	}
+}
+
 // resolveFromConfig replaces every `xFromConfig: {name, key}` in v, at any depth, by `x`.
 func resolveFromConfig(v any, lookup ConfigMapLookup) error {
 	switch t := v.(type) {

@@ -130,3 +130,17 @@ func TestSetReadyTransitions(t *testing.T) {
 		t.Fatalf("to Ready: %v %v", conds, transition)
 	}
 }
+
+// A Redis's sku is a property in ARM (a storage account's is top level).
+func TestMoveToProperties(t *testing.T) {
+	body, err := armBody(map[string]any{"location": "westus2", "sku": map[string]any{"name": "Basic"}, "redisVersion": "6"}, true,
+		func(string, string) (string, error) { return "", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	moveToProperties(body, []string{"sku"})
+	props, _ := body["properties"].(map[string]any)
+	if _, top := body["sku"]; top || props["sku"] == nil || props["redisVersion"] != "6" || body["location"] != "westus2" {
+		t.Errorf("body = %v, want sku and redisVersion under properties", body)
+	}
+}

@@ -37,6 +37,8 @@ func (p *pass) delete(ctx context.Context) (ctrl.Result, error) {
 		return p.release(ctx, "Detached", "Reconcile policy "+policy+": the Azure resource was kept")
 	case ann[AnnotationResourceID] == "" && statusID == "":
 		return p.release(ctx, "Deleted", "Never created in Azure: nothing to delete")
+	case r.opts.Kind.NoDelete:
+		return p.release(ctx, "Detached", "Azure has no delete for this kind: the value stays until its owner is deleted")
 	}
 	crdGone, err := lifecycle.CRDDeleting(ctx, r.crdReader(), r.RESTMapper(), r.opts.Kind.GVK)
 	if err != nil {

@@ -26,6 +26,7 @@ var (
 	errSubscription    = errors.New("subscription mismatch")
 	errExport          = errors.New("export failed")
 	errCredential      = errors.New("credential unavailable")
+	errSecret          = errors.New("secret input unavailable")
 	errNotInAzure      = errors.New("azure resource not found")
 )
 
@@ -82,7 +83,7 @@ func classify(err error, sync time.Duration, pollAfter func(time.Duration) time.
 		o.Severity, o.Reason = shared.SeverityWarning, shared.ReasonReferenceNotFound
 	case errors.Is(err, errSubscription):
 		o.Severity, o.Reason, o.Retry = shared.SeverityError, shared.ReasonSubscriptionMismatch, RetryNever
-	case errors.Is(err, errCredential):
+	case errors.Is(err, errCredential), errors.Is(err, errSecret):
 		o.Severity, o.Reason = shared.SeverityWarning, shared.ReasonSecretNotFound
 	case errors.Is(err, errInvalidSpec):
 		o.Severity, o.Reason, o.Retry = shared.SeverityError, shared.ReasonReconciliationFailedPermanently, RetryNever

@@ -50,6 +50,20 @@ type Kind struct {
 	// SecretValues are the values secretExpressions see as `secret` (a StorageAccount's keys);
 	// nil means none. Asked only when the resource has a secretExpression.
 	SecretValues func(ctx context.Context, env *exportEnv) (map[string]string, error)
+	// SecretInputs are the spec's SecretReference fields (dotted paths) whose Secret values
+	// ARM gets in their place (a server's administratorLoginPassword); see secrets.go.
+	SecretInputs []string
+	// OwnedInKubernetes makes the object owned by its owner object (an ownerReference), as
+	// Azure Service Operator does: deleting the owner deletes it.
+	OwnedInKubernetes bool
+	// PropertyKeys are spec keys other kinds send at the top level that this kind's ARM schema
+	// has under properties (a Redis's sku).
+	PropertyKeys []string
+	// NoDelete says ARM has no DELETE for the kind: deleting the object only releases it.
+	NoDelete bool
+	// DriftIgnore are body paths (dotted) ARM answers in its own form (a Redis's redisVersion
+	// "6" reads back "6.0.x"): not compared for drift; a change of the spec still applies them.
+	DriftIgnore []string
 }
 
 // Groups of the kinds.
@@ -69,7 +83,7 @@ var (
 
 // Kinds are the kinds the manager reconciles.
 func Kinds() []Kind {
-	return []Kind{
+	return append([]Kind{
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupResources, Version: "v1api20200601", Kind: "ResourceGroup"},
 			ARMType: "Microsoft.Resources/resourceGroups", APIVersion: "2020-06-01",
@@ -109,7 +123,7 @@ func Kinds() []Kind {
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			Exports: statusExports(map[string]string{"oidcIssuerProfile": "oidcIssuerProfile.issuerURL"}),
 		},
-	}
+	}, serviceKinds()...)
 }
 
 // roleAssignmentName is ASO's stable name for an assignment without azureName: a UUIDv5 of

@@ -194,7 +194,7 @@ func (p *pass) apply(ctx context.Context, reader armAPI, g gathered) error {
 		case err != nil:
 			return fmt.Errorf("read %s: %w", p.id, err)
 		default:
-			where := drifted(g.body, res)
+			where := drifted(withoutPaths(g.body, p.r.opts.Kind.DriftIgnore), res)
 			if where == "" {
 				return p.finish(ctx, reader, res)
 			}
@@ -310,6 +310,7 @@ func (p *pass) finish(ctx context.Context, reader armAPI, res map[string]any) er
 		}
 	}
 	p.status = statusFromARM(res, p.r.opts.Kind.Flatten)
+	scrubSecretInputs(p.status, p.r.opts.Kind.SecretInputs)
 	p.armSeen = true
 	setAnnotations(p.obj, map[string]string{AnnotationResourceID: p.id})
 	return p.r.export(ctx, p.obj, p.status, &exportEnv{reader: reader, id: p.id, apiVersion: p.r.opts.Kind.APIVersion, cred: p.cred})

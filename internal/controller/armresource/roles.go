@@ -38,6 +38,13 @@ func (r *Reconciler) body(ctx context.Context, obj *unstructured.Unstructured, c
 	if err != nil {
 		return nil, err
 	}
+	moveToProperties(body, r.opts.Kind.PropertyKeys)
+	if err := r.resolveSecretInputs(ctx, obj, body); err != nil {
+		return nil, err
+	}
+	if err := r.ownInKubernetes(ctx, obj); err != nil {
+		return nil, err
+	}
 	if r.opts.Kind.Prepare != nil {
 		env := &prepareEnv{r: r, cred: cred, namespace: obj.GetNamespace()}
 		if err := r.opts.Kind.Prepare(ctx, env, body); err != nil {

@@ -51,6 +51,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		WithOptions(controller.Options{RateLimiter: r.opts.RateLimiter}).
 		For(r.newObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, userAnnotationsChanged(), deletionStarted()))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.listBy(indexConfigMaps, func(o client.Object) string { return o.GetName() })))
+	if err := r.watchSecrets(ctx, mgr, b); err != nil {
+		return err
+	}
 	for _, owner := range Kinds() {
 		if !r.mayOwn(owner) {
 			continue

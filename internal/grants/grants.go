@@ -1,0 +1,170 @@
+// Package grants decides what a namespace may use in Azure: the identities and ARM scopes its
+// cluster admin granted it with NamespaceGrant objects. Pure functions: the admission webhooks
+// and the controllers list the grants and ask here, so both refuse the same things with the
+// same words.
+package grants
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
+)
+
+// ErrNotGranted marks a refusal: the namespace was not granted what it names.
+var ErrNotGranted = errors.New("not granted")
+
+// Refusal says what a namespace lacks and which grant adds it.
+type Refusal struct {
+	// Namespace is the namespace refused.
+	Namespace string
+	// Field is the NamespaceGrant field to add to: "identities" or "scopes".
+	Field string
+	// Values are what the namespace lacks.
+	Values []string
+}
+
+func (r *Refusal) Error() string {
+	what := map[string]string{"identities": "identity", "scopes": "ARM scope"}[r.Field]
+	return fmt.Sprintf("namespace %s is not granted the %s %s: a cluster admin grants it by adding it to spec.%s of a NamespaceGrant (cerulean.dev/v1alpha1) whose spec.namespaces lists %s",
+		r.Namespace, what, strings.Join(r.Values, ", "), r.Field, r.Namespace)
+}
+
+// Is makes errors.Is(err, ErrNotGranted) true for a *Refusal.
+func (r *Refusal) Is(target error) bool { return target == ErrNotGranted }
+
+// Identity is what an AzureIdentity names.
+type Identity struct {
+	ResourceID string
+	ClientID   string
+}
+
+// For returns the grants that list namespace ns.
+func For(all []ceruleanv1.NamespaceGrant, ns string) []ceruleanv1.NamespaceGrant {
+	var out []ceruleanv1.NamespaceGrant
+	for _, g := range all {
+		if slices.Contains(g.Spec.Namespaces, ns) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// CheckIdentity returns nil when ns was granted id: its client id, its resource id, or a scope
+// over its resource id (a resource group's id grants every identity in it). An identity with
+// neither id is granted (there is nothing to use).
+func CheckIdentity(all []ceruleanv1.NamespaceGrant, ns string, id Identity) error {
+	if id.ResourceID == "" && id.ClientID == "" {
+		return nil
+	}
+	for _, g := range For(all, ns) {
+		for _, e := range g.Spec.Identities {
+			if id.ClientID != "" && strings.EqualFold(e, id.ClientID) || id.ResourceID != "" && Covers(e, id.ResourceID) {
+				return nil
+			}
+		}
+	}
+	want := id.ResourceID
+	if want == "" {
+		want = id.ClientID
+	}
+	return &Refusal{Namespace: ns, Field: "identities", Values: []string{want}}
+}
+
+// CheckScopes returns nil when every ARM id of ids is covered by a scope granted to ns, or a
+// *Refusal listing those that are not.
+func CheckScopes(all []ceruleanv1.NamespaceGrant, ns string, ids []string) error {
+	mine := For(all, ns)
+	var missing []string
+	for _, id := range ids {
+		ok := false
+		for _, g := range mine {
+			for _, s := range g.Spec.Scopes {
+				if Covers(s, id) {
+					ok = true
+				}
+			}
+		}
+		if !ok && !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	return &Refusal{Namespace: ns, Field: "scopes", Values: missing}
+}
+
+// Covers reports whether ARM id is scope or under it, case-insensitively and on segment
+// boundaries. A scope whose last segment ends in '*' matches that segment by prefix
+// (/subscriptions/S/resourceGroups/team-a-* covers /subscriptions/S/resourceGroups/team-a-web/...).
+// Ids with "." or ".." segments, or empty ones inside, are never covered: ARM ids are plain.
+func Covers(scope, id string) bool {
+	s := segments(scope)
+	p := segments(id)
+	if s == nil || p == nil || len(p) < len(s) {
+		return false
+	}
+	for i, seg := range s {
+		if last := i == len(s)-1; last && strings.HasSuffix(seg, "*") {
+			if !strings.HasPrefix(p[i], strings.TrimSuffix(seg, "*")) {
+				return false
+			}
+			continue
+		}
+		if seg != p[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// segments is id's lowercased path segments; nil when id is not a plain absolute path.
+func segments(id string) []string {
+	if !strings.HasPrefix(id, "/") {
+		return nil
+	}
+	parts := strings.Split(strings.ToLower(strings.TrimSuffix(id, "/")[1:]), "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return nil
+		}
+	}
+	return parts
+}
+
+// References are the ARM ids an Azure resource's spec refers to: every "armId" value under it
+// (owner.armId, a RoleAssignment's scope, references to other resources), except a role
+// assignment's roleDefinitionReference, which names a role, not a place to act on.
+func References(spec map[string]any) []string {
+	var out []string
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			if key == "roleDefinitionReference" {
+				return
+			}
+			for k, c := range t {
+				if k == "armId" {
+					if s, ok := c.(string); ok && s != "" {
+						out = append(out, s)
+					}
+					continue
+				}
+				walk(k, c)
+			}
+		case []any:
+			for _, c := range t {
+				walk(key, c)
+			}
+		}
+	}
+	walk("", spec)
+	sort.Strings(out)
+	return slices.Compact(out)
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 )
 
@@ -53,25 +54,48 @@ func For(all []ceruleanv1.NamespaceGrant, ns string) []ceruleanv1.NamespaceGrant
 	return out
 }
 
-// CheckIdentity returns nil when ns was granted id: its client id, its resource id, or a scope
-// over its resource id (a resource group's id grants every identity in it). An identity with
-// neither id is granted (there is nothing to use).
+// CheckIdentity returns nil when ns was granted every id the identity names: its client id
+// (listed) and its resource id (listed, or under a listed scope: a resource group's id grants
+// every identity in it). Both are checked because both are used: the resource id is put on the
+// node, the client id selects the token the node's IMDS returns, so an ungranted client id next
+// to a granted resource id would still reach another namespace's identity on the same node.
 func CheckIdentity(all []ceruleanv1.NamespaceGrant, ns string, id Identity) error {
-	if id.ResourceID == "" && id.ClientID == "" {
+	mine := For(all, ns)
+	var missing []string
+	if id.ResourceID != "" && !anyEntry(mine, func(e string) bool { return Covers(e, id.ResourceID) }) {
+		missing = append(missing, id.ResourceID)
+	}
+	if id.ClientID != "" && !anyEntry(mine, func(e string) bool { return strings.EqualFold(e, id.ClientID) }) {
+		missing = append(missing, id.ClientID)
+	}
+	if len(missing) == 0 {
 		return nil
 	}
-	for _, g := range For(all, ns) {
-		for _, e := range g.Spec.Identities {
-			if id.ClientID != "" && strings.EqualFold(e, id.ClientID) || id.ResourceID != "" && Covers(e, id.ResourceID) {
-				return nil
-			}
+	return &Refusal{Namespace: ns, Field: "identities", Values: missing}
+}
+
+func anyEntry(gs []ceruleanv1.NamespaceGrant, ok func(string) bool) bool {
+	for _, g := range gs {
+		if slices.ContainsFunc(g.Spec.Identities, ok) {
+			return true
 		}
 	}
-	want := id.ResourceID
-	if want == "" {
-		want = id.ClientID
+	return false
+}
+
+// CheckAzureIdentity checks an AzureIdentity for use in namespace ns (its own, or a pod's that
+// its bindings select): its ids must be granted to ns, and a service principal's
+// clientPassword Secret must be in the identity's own namespace (another namespace's Secret is
+// another namespace's credential).
+func CheckAzureIdentity(all []ceruleanv1.NamespaceGrant, ns string, ai *aadv1.AzureIdentity) error {
+	if ai.Spec.Type != aadv1.UserAssignedMSI {
+		if sns := ai.Spec.ClientPassword.Namespace; sns != "" && sns != ai.Namespace {
+			return fmt.Errorf("%w: AzureIdentity %s/%s names the Secret %s/%s; a service principal's Secret must be in the identity's own namespace",
+				ErrNotGranted, ai.Namespace, ai.Name, sns, ai.Spec.ClientPassword.Name)
+		}
+		return CheckIdentity(all, ns, Identity{ClientID: ai.Spec.ClientID})
 	}
-	return &Refusal{Namespace: ns, Field: "identities", Values: []string{want}}
+	return CheckIdentity(all, ns, Identity{ResourceID: ai.Spec.ResourceID, ClientID: ai.Spec.ClientID})
 }
 
 // CheckScopes returns nil when every ARM id of ids is covered by a scope granted to ns, or a

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/grants"
 )
@@ -43,6 +45,9 @@ func TestCheckIdentity(t *testing.T) {
 		{"team-c", grants.Identity{ClientID: "11111111-2222-3333-4444-555555555555"}, false},
 		{"platform", grants.Identity{ClientID: "11111111-2222-3333-4444-555555555555"}, false}, // scopes are not identities
 		{"team-c", grants.Identity{}, true},
+		// A granted resource id does not carry an ungranted client id along.
+		{"team-a", grants.Identity{ResourceID: sub + "/resourceGroups/rg-a/providers/Microsoft.ManagedIdentity/userAssignedIdentities/app", ClientID: "99999999-2222-3333-4444-555555555555"}, false},
+		{"team-a", grants.Identity{ResourceID: sub + "/resourceGroups/rg-a/providers/Microsoft.ManagedIdentity/userAssignedIdentities/app", ClientID: "11111111-2222-3333-4444-555555555555"}, true},
 	} {
 		err := grants.CheckIdentity(all, c.ns, c.id)
 		if (err == nil) != c.want {
@@ -99,5 +104,25 @@ func TestReferences(t *testing.T) {
 	want := []string{sub + "/resourceGroups/net/x", sub + "/resourceGroups/rg"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("References = %v, want %v", got, want)
+	}
+}
+
+func TestCheckAzureIdentity(t *testing.T) {
+	sp := func(secretNS string) *aadv1.AzureIdentity {
+		return &aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Name: "sp", Namespace: "team-a"}, Spec: aadv1.AzureIdentitySpec{
+			Type: aadv1.ServicePrincipal, ClientID: "11111111-2222-3333-4444-555555555555", ResourceID: "/ignored",
+			ClientPassword: corev1.SecretReference{Name: "s", Namespace: secretNS}}}
+	}
+	if err := grants.CheckAzureIdentity(all, "team-a", sp("team-a")); err != nil {
+		t.Errorf("service principal with its own secret: %v", err)
+	}
+	if err := grants.CheckAzureIdentity(all, "team-a", sp("")); err != nil {
+		t.Errorf("service principal, secret namespace defaulted: %v", err)
+	}
+	if err := grants.CheckAzureIdentity(all, "team-a", sp("kube-system")); !errors.Is(err, grants.ErrNotGranted) {
+		t.Errorf("service principal with another namespace's secret: %v", err)
+	}
+	if err := grants.CheckAzureIdentity(all, "team-b", sp("team-a")); !errors.Is(err, grants.ErrNotGranted) {
+		t.Errorf("service principal used from an ungranted namespace: %v", err)
 	}
 }

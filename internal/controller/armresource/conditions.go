@@ -47,6 +47,8 @@ func classify(err error, sync, backoff time.Duration) Outcome {
 		o.Severity, o.Reason, o.Requeue = shared.SeverityWarning, shared.ReasonConfigMapNotFound, backoff
 	case errors.Is(err, errReference):
 		o.Severity, o.Reason, o.Requeue = shared.SeverityWarning, shared.ReasonReferenceNotFound, backoff
+	case errors.Is(err, errNotGranted):
+		o.Severity, o.Reason, o.Requeue = shared.SeverityError, ReasonNotGranted, backoff
 	case errors.Is(err, errSubscription):
 		o.Severity, o.Reason = shared.SeverityError, shared.ReasonSubscriptionMismatch
 	case errors.Is(err, errCredential):

@@ -90,6 +90,10 @@ type Options struct {
 	PollInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AllowUngrantedScopes turns off the NamespaceGrant check of resources reconciled with the
+	// global credential (Azure Service Operator's behaviour: that credential is trusted
+	// cluster-wide).
+	AllowUngrantedScopes bool
 }
 
 // Reconciler reconciles one kind.
@@ -202,6 +206,9 @@ func (p *pass) phases(ctx context.Context) error {
 	p.cred = cred
 	if p.id, err = p.r.armID(ctx, p.obj, cred); err != nil {
 		return tokenFailure(cred, err)
+	}
+	if err := p.r.checkGrants(ctx, p.obj, cred, p.id); err != nil {
+		return err
 	}
 	if policy == PolicySkip {
 		return tokenFailure(cred, p.observe(ctx))

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/podidentity"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	Managed bool
 	// RetryAfter is how long a failed assignment waits before the next pass (default 30s).
 	RetryAfter time.Duration
+	// AllowUngrantedIdentities assigns identities whatever the NamespaceGrants say
+	// (upstream's behaviour); by default a pod gets only identities its namespace was granted.
+	AllowUngrantedIdentities bool
 }
 
 // Reconciler reconciles one VM or scale set (or, for a node without an Azure provider id, one
@@ -109,6 +113,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		})).
 		Watches(&aadv1.AzureIdentityBinding{}, all).
 		Watches(&aadv1.AzureIdentity{}, all).
+		Watches(&ceruleanv1.NamespaceGrant{}, all).
 		Complete(r)
 }
 
@@ -207,7 +212,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			for _, m := range podidentity.Matches(p, bindings.Items, ids.Items) {
+			matches, err := r.granted(ctx, p, podidentity.Matches(p, bindings.Items, ids.Items))
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			for _, m := range matches {
 				want[p.Namespace+"/"+AssignedName(p, m.Binding)] = desired{pod: p, match: m}
 			}
 		}

@@ -37,6 +37,10 @@ func (r *Refusal) Error() string {
 // Is makes errors.Is(err, ErrNotGranted) true for a *Refusal.
 func (r *Refusal) Is(target error) bool { return target == ErrNotGranted }
 
+// AllIdentities, as an entry of spec.identities, grants every identity (a platform namespace).
+// Its counterpart for scopes is "/subscriptions/*".
+const AllIdentities = "*"
+
 // Identity is what an AzureIdentity names.
 type Identity struct {
 	ResourceID string
@@ -62,10 +66,10 @@ func For(all []ceruleanv1.NamespaceGrant, ns string) []ceruleanv1.NamespaceGrant
 func CheckIdentity(all []ceruleanv1.NamespaceGrant, ns string, id Identity) error {
 	mine := For(all, ns)
 	var missing []string
-	if id.ResourceID != "" && !anyEntry(mine, func(e string) bool { return Covers(e, id.ResourceID) }) {
+	if id.ResourceID != "" && !anyEntry(mine, func(e string) bool { return e == AllIdentities || Covers(e, id.ResourceID) }) {
 		missing = append(missing, id.ResourceID)
 	}
-	if id.ClientID != "" && !anyEntry(mine, func(e string) bool { return strings.EqualFold(e, id.ClientID) }) {
+	if id.ClientID != "" && !anyEntry(mine, func(e string) bool { return e == AllIdentities || strings.EqualFold(e, id.ClientID) }) {
 		missing = append(missing, id.ClientID)
 	}
 	if len(missing) == 0 {
@@ -84,18 +88,27 @@ func anyEntry(gs []ceruleanv1.NamespaceGrant, ok func(string) bool) bool {
 }
 
 // CheckAzureIdentity checks an AzureIdentity for use in namespace ns (its own, or a pod's that
-// its bindings select): its ids must be granted to ns, and a service principal's
-// clientPassword Secret must be in the identity's own namespace (another namespace's Secret is
-// another namespace's credential).
+// its bindings select): the ids it names must be granted to ns. A service principal is named by
+// its client id only.
 func CheckAzureIdentity(all []ceruleanv1.NamespaceGrant, ns string, ai *aadv1.AzureIdentity) error {
 	if ai.Spec.Type != aadv1.UserAssignedMSI {
-		if sns := ai.Spec.ClientPassword.Namespace; sns != "" && sns != ai.Namespace {
-			return fmt.Errorf("%w: AzureIdentity %s/%s names the Secret %s/%s; a service principal's Secret must be in the identity's own namespace",
-				ErrNotGranted, ai.Namespace, ai.Name, sns, ai.Spec.ClientPassword.Name)
-		}
 		return CheckIdentity(all, ns, Identity{ClientID: ai.Spec.ClientID})
 	}
 	return CheckIdentity(all, ns, Identity{ResourceID: ai.Spec.ResourceID, ClientID: ai.Spec.ClientID})
+}
+
+// CheckSecret refuses a service principal's AzureIdentity whose clientPassword Secret is in
+// another namespace: that Secret is another namespace's credential. (The node agent refuses
+// such an identity's tokens too; admission says so at once.)
+func CheckSecret(ai *aadv1.AzureIdentity) error {
+	if ai.Spec.Type == aadv1.UserAssignedMSI {
+		return nil
+	}
+	if sns := ai.Spec.ClientPassword.Namespace; sns != "" && sns != ai.Namespace {
+		return fmt.Errorf("%w: AzureIdentity %s/%s names the Secret %s/%s; a service principal's Secret must be in the identity's own namespace",
+			ErrNotGranted, ai.Namespace, ai.Name, sns, ai.Spec.ClientPassword.Name)
+	}
+	return nil
 }
 
 // CheckScopes returns nil when every ARM id of ids is covered by a scope granted to ns, or a

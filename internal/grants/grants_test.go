@@ -26,6 +26,7 @@ var all = []ceruleanv1.NamespaceGrant{
 		[]string{sub + "/resourceGroups/rg-a", sub + "/resourceGroups/team-a-*"}),
 	grant("shared-ids", []string{"team-b"}, []string{sub + "/resourceGroups/shared-ids"}, nil),
 	grant("whole-sub", []string{"platform"}, nil, []string{sub}),
+	grant("everything", []string{"admin"}, []string{"*"}, []string{"/subscriptions/*"}),
 }
 
 func TestCheckIdentity(t *testing.T) {
@@ -45,6 +46,7 @@ func TestCheckIdentity(t *testing.T) {
 		{"team-c", grants.Identity{ClientID: "11111111-2222-3333-4444-555555555555"}, false},
 		{"platform", grants.Identity{ClientID: "11111111-2222-3333-4444-555555555555"}, false}, // scopes are not identities
 		{"team-c", grants.Identity{}, true},
+		{"admin", grants.Identity{ResourceID: sub + "/resourceGroups/x/providers/Microsoft.ManagedIdentity/userAssignedIdentities/y", ClientID: "99999999-2222-3333-4444-555555555555"}, true},
 		// A granted resource id does not carry an ungranted client id along.
 		{"team-a", grants.Identity{ResourceID: sub + "/resourceGroups/rg-a/providers/Microsoft.ManagedIdentity/userAssignedIdentities/app", ClientID: "99999999-2222-3333-4444-555555555555"}, false},
 		{"team-a", grants.Identity{ResourceID: sub + "/resourceGroups/rg-a/providers/Microsoft.ManagedIdentity/userAssignedIdentities/app", ClientID: "11111111-2222-3333-4444-555555555555"}, true},
@@ -77,6 +79,7 @@ func TestCheckScopes(t *testing.T) {
 		{"platform", []string{"/subscriptions/00000000-0000-0000-0000-000000000002"}, []string{"/subscriptions/00000000-0000-0000-0000-000000000002"}},
 		{"team-b", []string{sub + "/resourceGroups/shared-ids"}, []string{sub + "/resourceGroups/shared-ids"}}, // identities are not scopes
 		{"nobody", nil, nil},
+		{"admin", []string{sub + "/resourceGroups/x", "/subscriptions/other/resourceGroups/y"}, nil},
 	} {
 		err := grants.CheckScopes(all, c.ns, c.ids)
 		var r *grants.Refusal
@@ -119,7 +122,10 @@ func TestCheckAzureIdentity(t *testing.T) {
 	if err := grants.CheckAzureIdentity(all, "team-a", sp("")); err != nil {
 		t.Errorf("service principal, secret namespace defaulted: %v", err)
 	}
-	if err := grants.CheckAzureIdentity(all, "team-a", sp("kube-system")); !errors.Is(err, grants.ErrNotGranted) {
+	if err := grants.CheckSecret(sp("team-a")); err != nil {
+		t.Errorf("service principal with its own secret: %v", err)
+	}
+	if err := grants.CheckSecret(sp("kube-system")); !errors.Is(err, grants.ErrNotGranted) {
 		t.Errorf("service principal with another namespace's secret: %v", err)
 	}
 	if err := grants.CheckAzureIdentity(all, "team-b", sp("team-a")); !errors.Is(err, grants.ErrNotGranted) {

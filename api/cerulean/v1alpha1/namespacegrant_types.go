@@ -33,7 +33,7 @@ type NamespaceGrantSpec struct {
 	// identities are the Azure identities that AzureIdentity objects of these namespaces (and
 	// pods bound to them) may use: a user-assigned identity's ARM resource id, a client id (a
 	// managed identity's or a service principal's), or an ARM scope (a resource group's id: every
-	// identity in it). Compared case-insensitively.
+	// identity in it); "*" grants every identity. Compared case-insensitively.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MinLength=1
@@ -44,7 +44,7 @@ type NamespaceGrantSpec struct {
 	// manager's global credential, may be in or refer to: a subscription, a resource group or a
 	// resource id, each covering everything under it. A last segment ending in '*' is a name
 	// prefix: /subscriptions/SUB/resourceGroups/team-a-* covers every group whose name starts
-	// with team-a-. Compared case-insensitively.
+	// with team-a-, and /subscriptions/* covers everything. Compared case-insensitively.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=1024

@@ -53,6 +53,7 @@ func namespace(t *testing.T, kc client.Client, name string) {
 	if err := kc.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	podidentitytest.GrantAll(t, kc, name)
 }
 
 // Users' aad-pod-identity manifests, as its docs wrote them, apply unchanged with kubectl's

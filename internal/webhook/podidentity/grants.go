@@ -47,6 +47,9 @@ func (v *IdentityValidator) Handle(ctx context.Context, req admission.Request) a
 	if err := v.Reader.List(ctx, &list); err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list namespace grants: %w", err))
 	}
+	if err := grants.CheckSecret(&ai); err != nil {
+		return admission.Denied(err.Error())
+	}
 	if err := grants.CheckAzureIdentity(list.Items, ai.Namespace, &ai); err != nil {
 		return admission.Denied(err.Error())
 	}

@@ -55,7 +55,9 @@ func TestPathSpellingsNeverReachIMDS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { _ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	t.Cleanup(func() {
+		_ = kc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: podIP}
 	if err := kc.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)

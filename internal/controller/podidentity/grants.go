@@ -8,7 +8,6 @@ import (
 
 	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/grants"
-	"github.com/cerulean/cerulean/internal/podidentity"
 )
 
 // ReasonNotGranted is the Event reason of a match dropped because the pod's namespace was not
@@ -17,19 +16,20 @@ const ReasonNotGranted = "IdentityNotGranted"
 
 // +kubebuilder:rbac:groups=cerulean.dev,resources=namespacegrants,verbs=get;list;watch
 
-// granted keeps the matches whose identity the pod's namespace (and the identity's own) was
-// granted: before any assignment, so an identity no grant gives never reaches a node. With
-// AllowUngrantedIdentities every match is kept (upstream's behaviour).
-func (r *Reconciler) granted(ctx context.Context, pod *corev1.Pod, matches []podidentity.Match) ([]podidentity.Match, error) {
-	if r.opts.AllowUngrantedIdentities || len(matches) == 0 {
-		return matches, nil
+// dropUngranted removes from want the assignments whose identity the pod's namespace (and the
+// identity's own) was not granted, with a Warning Event on the binding: before any assignment,
+// so an identity no grant gives never reaches a node. With AllowUngrantedIdentities every
+// assignment is kept (upstream's behaviour).
+func (r *Reconciler) dropUngranted(ctx context.Context, want map[string]desired) error {
+	if r.opts.AllowUngrantedIdentities || len(want) == 0 {
+		return nil
 	}
 	var list ceruleanv1.NamespaceGrantList
 	if err := r.c.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list namespace grants: %w", err)
+		return fmt.Errorf("list namespace grants: %w", err)
 	}
-	var out []podidentity.Match
-	for _, m := range matches {
+	for k, d := range want {
+		m, pod := d.match, d.pod
 		err := grants.CheckAzureIdentity(list.Items, m.Identity.Namespace, m.Identity)
 		if err == nil && pod.Namespace != m.Identity.Namespace {
 			err = grants.CheckAzureIdentity(list.Items, pod.Namespace, m.Identity)
@@ -37,9 +37,8 @@ func (r *Reconciler) granted(ctx context.Context, pod *corev1.Pod, matches []pod
 		if err != nil {
 			r.rec.Eventf(m.Binding, pod, corev1.EventTypeWarning, ReasonNotGranted, "Assign", "Identity of AzureIdentity %s/%s not assigned for pod %s/%s: %s",
 				m.Identity.Namespace, m.Identity.Name, pod.Namespace, pod.Name, err.Error())
-			continue
+			delete(want, k)
 		}
-		out = append(out, m)
 	}
-	return out, nil
+	return nil
 }

@@ -125,6 +125,7 @@ func checkPodIdentityAdmission(t *testing.T, rc *rest.Config, cs kubernetes.Inte
 	if err != nil {
 		t.Fatal(err)
 	}
+	podidentitytest.GrantAll(t, kc, ns)
 	for _, o := range []client.Object{
 		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "id"}, Spec: aadv1.AzureIdentitySpec{ClientID: "c", ResourceID: "/r"}},
 		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "id", Selector: "web"}},

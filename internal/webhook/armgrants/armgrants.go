@@ -16,6 +16,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,6 +60,17 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
 	}
 	ns := req.Namespace
+	if req.Operation == admissionv1.Update {
+		// Metadata-only updates (the manager's finalizer, annotations, a deletion's finalizer
+		// removal) must never be blocked: only a changed spec is judged again.
+		var old unstructured.Unstructured
+		if err := old.UnmarshalJSON(req.OldObject.Raw); err == nil && equality.Semantic.DeepEqual(old.Object["spec"], obj.Object["spec"]) {
+			return admission.Allowed("")
+		}
+		if obj.GetDeletionTimestamp() != nil {
+			return admission.Allowed("")
+		}
+	}
 	if _, own := obj.GetAnnotations()[credentials.AnnotationCredentialFrom]; own {
 		return admission.Allowed("") // its own credential: Azure limits it
 	}

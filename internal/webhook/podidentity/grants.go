@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -42,6 +43,13 @@ func (v *IdentityValidator) Handle(ctx context.Context, req admission.Request) a
 	}
 	if ai.Namespace == "" {
 		ai.Namespace = req.Namespace
+	}
+	if req.Operation == admissionv1.Update {
+		// Metadata-only updates (finalizers, labels, a deletion) are never blocked.
+		var old aadv1.AzureIdentity
+		if err := v.Decoder.DecodeRaw(req.OldObject, &old); err == nil && equality.Semantic.DeepEqual(old.Spec, ai.Spec) || ai.DeletionTimestamp != nil {
+			return admission.Allowed("")
+		}
 	}
 	var list ceruleanv1.NamespaceGrantList
 	if err := v.Reader.List(ctx, &list); err != nil {

@@ -255,7 +255,7 @@ type SetupOptions struct {
 	SyncPeriod     time.Duration
 	PollInterval   time.Duration
 	// TokenSource is the manager's service-account token for workload-identity credentials
-	// (under `cerulean up`, from the TokenRequest API); nil means AZURE_FEDERATED_TOKEN_FILE.
+	// (under `cerulean-local up`, from the TokenRequest API); nil means AZURE_FEDERATED_TOKEN_FILE.
 	TokenSource func(context.Context) (string, error)
 	// PodIdentity is the assignment controller's mode (Options.PodIdentity).
 	PodIdentity string

@@ -109,7 +109,7 @@ func TestResumeTokenCannotRedirect(t *testing.T) {
 	startManager(t, az, time.Minute, ns)
 	rec := recordingListener(t)
 	arm := strings.TrimSuffix(az.Settings().ResourceManagerEndpoint, "/")
-	victim := cloudtest.CreateGroup(t, az, cloudtest.OwnerCred(t, az), cloudtest.ARMOptions(az), "westus2", "token-victim")
+	victim := cloudtest.CreateGroup(t, az, cloudtest.OwnerCred(t, az), cloudtest.ARMOptions(az), "westus2", "other-group")
 
 	targets := map[string]string{
 		"listener": rec.URL + "/subscriptions/" + az.Settings().SubscriptionID + "/providers/Microsoft.Resources/operationStatuses/x",
@@ -147,7 +147,7 @@ func TestResumeTokenCannotRedirect(t *testing.T) {
 	if got := rec.seen(); len(got) != 0 {
 		t.Errorf("requests reached another host: %v", got)
 	}
-	if !groupExists(t, az, "token-victim") {
+	if !groupExists(t, az, "other-group") {
 		t.Error("the victim group was deleted")
 	}
 }

@@ -57,7 +57,7 @@ type Settings struct {
 	// namespace or per-resource secret.
 	Global *Source
 	// TokenSource returns the manager's service-account token for workload identity (audience
-	// api://AzureADTokenExchange), as a kubelet projects it; under `cerulean up` it calls the
+	// api://AzureADTokenExchange), as a kubelet projects it; under `cerulean-local up` it calls the
 	// TokenRequest API. Used when a source has no FederatedTokenFile of its own; nil means
 	// FederatedTokenFile below.
 	TokenSource func(context.Context) (string, error)

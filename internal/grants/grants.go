@@ -37,7 +37,7 @@ func (r *Refusal) Error() string {
 // Is makes errors.Is(err, ErrNotGranted) true for a *Refusal.
 func (r *Refusal) Is(target error) bool { return target == ErrNotGranted }
 
-// AllIdentities, as an entry of spec.identities, grants every identity (a platform namespace).
+// AllIdentities grants every identity as an entry of spec.identities (a platform namespace).
 // Its counterpart for scopes is "/subscriptions/*".
 const AllIdentities = "*"
 

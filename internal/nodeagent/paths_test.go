@@ -71,7 +71,12 @@ func TestPathSpellingsNeverReachIMDS(t *testing.T) {
 	agentCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(agentCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
 
 	// send writes one request with the target exactly as given, from the pod's address.
 	send := func(target string) int {
@@ -101,15 +106,24 @@ func TestPathSpellingsNeverReachIMDS(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	spellings := []string{
+	// Not canonical: refused with 400 whatever route they would clean to.
+	nonCanonical := []string{
 		"//metadata/identity/oauth2/token", "/metadata/identity//oauth2/token", "/metadata/identity/oauth2/./token",
 		"/metadata/identity/oauth2/x/../token", "/metadata//instance", "/metadata/./instance", "/x/../metadata/instance",
 		`/metadata\identity\oauth2\token`, "/metadata/identity/oauth2/%74oken", "/metadata%2Fidentity/oauth2/token",
 		"/metadata/identity%2F..%2Finstance", "/metadata/identity./oauth2/token", "/metadata/identity;x/oauth2/token",
+	}
+	for _, s := range nonCanonical {
+		if code := send(s); code != http.StatusBadRequest {
+			t.Errorf("%s: answered %d, want 400 for a non-canonical path", s, code)
+		}
+	}
+	// Canonical, in any case: the agent's own routes, never 200 for a pod with no binding.
+	variants := []string{
 		"/METADATA/IDENTITY/OAUTH2/TOKEN", "/Metadata/Identity/OAuth2/Token", "/metadata/INSTANCE", "/METADATA/instance/compute",
 		"/metadata/Identity/info", "/metadata/identity", "/metadata/identity/oauth2/token/x", "/metadata/identity/oauth2/token",
 	}
-	for _, s := range spellings {
+	for _, s := range variants {
 		if code := send(s); code == http.StatusOK {
 			t.Errorf("%s: answered 200 for a pod with no binding", s)
 		}

@@ -20,6 +20,7 @@ func newManagerCommand() *cobra.Command {
 	var hookPort int
 	var hookHost, hookService, hookNamespace string
 	var exportVault string
+	var allowIDs, allowScopes bool
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the controllers: Azure resources from manifests",
@@ -41,6 +42,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 			}
 			opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr = poll, leader, leaderNS, metrics, health
 			opts.PodIdentity = podIdentity
+			opts.AllowUngrantedIdentities, opts.AllowUngrantedScopes = allowIDs, allowScopes
 			rc, err := manager.RESTConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -66,6 +68,8 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 	f.StringVar(&opts.PodIdentity, "pod-identity", "standard", "pod identity's assignment controller: standard (assign identities to nodes through ARM), managed (identities already assigned; no ARM writes) or off")
 	f.DurationVar(&opts.PollInterval, "poll-interval", 0, "the longest wait between polls of a running ARM operation; ARM's Retry-After makes it shorter (default 10s)")
 	f.StringVar(&exportVault, "export-key-vault", "", "Key Vault URL for secret exports (default: CERULEAN_EXPORT_KEY_VAULT; none: Kubernetes Secrets)")
+	f.BoolVar(&allowIDs, "allow-ungranted-identities", false, "let any namespace use any pod identity, as aad-pod-identity does (default: only identities a NamespaceGrant gives the namespace)")
+	f.BoolVar(&allowScopes, "allow-ungranted-scopes", false, "trust the global credential cluster-wide, as Azure Service Operator does (default: a namespace's resources stay inside the ARM scopes a NamespaceGrant gives it)")
 	f.BoolVar(&verbose, "v", false, "log at debug level")
 	f.IntVar(&hookPort, "webhook-port", 0, "serve the admission webhooks (workload identity) on this port; 0 serves none")
 	f.StringVar(&hookHost, "webhook-host", "127.0.0.1", "address the webhooks listen on (registered by URL unless --webhook-service)")

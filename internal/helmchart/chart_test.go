@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cerulean/cerulean/internal/helmchart"
+	"github.com/cerulean/cerulean/internal/webhook/armgrants"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
@@ -309,8 +310,23 @@ func TestWebhookConfigurations(t *testing.T) {
 		t.Errorf("validating webhooks differ from the manager's:\nchart:\n%s\nmanager:\n%s", dump(v.Webhooks), dump(wantV.Webhooks))
 	}
 	// Pod identity off: the manager serves no check, so none may be registered.
-	if find(t, render(t, "manager.podIdentity=off"), "ValidatingWebhookConfiguration", "", &v) {
+	if find(t, render(t, "manager.podIdentity=off"), "ValidatingWebhookConfiguration", podidentity.ConfigurationName, &v) {
 		t.Error("pod identity's webhook registered with pod identity off")
+	}
+	// The scopes check: as the manager registers it, and absent when the switch turns it off.
+	wantG, err := armgrants.Configuration(armgrants.ClientConfig{Service: svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g admissionregistrationv1.ValidatingWebhookConfiguration
+	if !find(t, objs, "ValidatingWebhookConfiguration", armgrants.ConfigurationName, &g) {
+		t.Fatalf("no ValidatingWebhookConfiguration %s", armgrants.ConfigurationName)
+	}
+	if !reflect.DeepEqual(g.Webhooks, wantG.Webhooks) {
+		t.Errorf("arm grants webhooks differ from the manager's:\nchart:\n%s\nmanager:\n%s", dump(g.Webhooks), dump(wantG.Webhooks))
+	}
+	if find(t, render(t, "manager.allowUngrantedScopes=true"), "ValidatingWebhookConfiguration", armgrants.ConfigurationName, &g) {
+		t.Error("the scopes check registered with --allow-ungranted-scopes")
 	}
 }
 

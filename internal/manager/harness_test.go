@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
@@ -87,6 +88,7 @@ func namespace(t *testing.T, c client.Client) string {
 	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
 	}
+	grantAll(t, c, name)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "cluster-oidc"},
 		Data: map[string]string{"issuerURL": devenvtest.ControlPlane(t).IssuerURL}}
 	if err := c.Create(t.Context(), cm); err != nil {
@@ -282,3 +284,15 @@ func obj(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstr
 }
 
 func devenvIssuer(t *testing.T) string { return devenvtest.ControlPlane(t).IssuerURL }
+
+// grantAll gives the test's namespace every identity and ARM scope: tests not about grants run
+// as a cluster admin's trusted tenant (security_test.go is about grants).
+func grantAll(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	g := &ceruleanv1alpha1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "test-" + ns},
+		Spec: ceruleanv1alpha1.NamespaceGrantSpec{Namespaces: []string{ns}, Identities: []string{"*"}, Scopes: []string{"/subscriptions/*"}}}
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatalf("grant namespace %s: %v", ns, err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), g) })
+}

@@ -107,6 +107,14 @@ type Options struct {
 	// identities are put on nodes' VMs and scale sets through ARM), "managed" (no ARM writes)
 	// or "off".
 	PodIdentity string
+	// AllowUngrantedIdentities lets any namespace use any identity in pod identity
+	// (aad-pod-identity's behaviour); by default an AzureIdentity works only in namespaces a
+	// NamespaceGrant gives it to.
+	AllowUngrantedIdentities bool
+	// AllowUngrantedScopes trusts the global credential cluster-wide (Azure Service Operator's
+	// behaviour); by default a resource reconciled with it stays inside the ARM scopes a
+	// NamespaceGrant gives its namespace.
+	AllowUngrantedScopes bool
 	// RateLimiter, when set, backs off failing ARM resources instead of the default (per
 	// object, 1s doubling to 5m); tests observe it.
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
@@ -187,6 +195,7 @@ func Run(ctx context.Context, opts Options) error {
 		if opts.PodIdentity == "off" {
 			wo.NoPodIdentity = true
 		}
+		wo.AllowUngrantedIdentities, wo.AllowUngrantedScopes = opts.AllowUngrantedIdentities, opts.AllowUngrantedScopes
 		if hooks, err = webhooks.New(opts.REST, wo); err != nil {
 			return err
 		}
@@ -231,7 +240,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
 		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
-		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter, PostgreSQLDial: opts.PostgreSQLDial}); err != nil {
+		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter, PostgreSQLDial: opts.PostgreSQLDial,
+		AllowUngrantedIdentities: opts.AllowUngrantedIdentities, AllowUngrantedScopes: opts.AllowUngrantedScopes}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -266,6 +276,9 @@ type SetupOptions struct {
 	IdentityURL        string
 	Clock              func() time.Time
 	ControlPlaneResync time.Duration
+	// AllowUngrantedIdentities and AllowUngrantedScopes turn the NamespaceGrant checks off
+	// (Options).
+	AllowUngrantedIdentities, AllowUngrantedScopes bool
 	// RateLimiter backs off failing ARM resources (Options.RateLimiter).
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// PostgreSQLDial connects the User controller to servers (nil: resolve their Azure names);
@@ -292,6 +305,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 			KeyVault: kv, ExportKeyVault: opts.ExportKeyVault,
 			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
 			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, RateLimiter: opts.RateLimiter,
+			AllowUngrantedScopes: opts.AllowUngrantedScopes,
 		})
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)
@@ -338,7 +352,7 @@ func setupControlPlaneIdentities(ctx context.Context, mgr ctrl.Manager, opts Set
 // setupPodIdentity adds the pod-identity assignment controller in the mode asked for. Its ARM
 // calls use the manager's global credential, resolved at each call.
 func setupPodIdentity(ctx context.Context, mgr ctrl.Manager, opts SetupOptions, creds *credentials.Resolver) error {
-	pi := podidentity.Options{}
+	pi := podidentity.Options{AllowUngrantedIdentities: opts.AllowUngrantedIdentities}
 	switch opts.PodIdentity {
 	case "off":
 		return nil

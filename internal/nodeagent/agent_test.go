@@ -182,6 +182,7 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	podidentitytest.GrantAll(t, kc, "team-a", "team-b")
 
 	var patches atomic.Int64
 	podidentitytest.StartController(t, cp.RESTConfig, podidentity.Options{RetryAfter: time.Second, Compute: &podidentity.ARMCompute{

@@ -54,6 +54,7 @@ func TestCSIProviderUsePodIdentityThroughTheNodeAgent(t *testing.T) {
 	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	podidentitytest.GrantAll(t, kc, ns)
 	podidentitytest.StartController(t, cp.RESTConfig, podidentity.Options{RetryAfter: time.Second, Compute: &podidentity.ARMCompute{
 		Credential: az.owner, Options: az.opts, PollFrequency: 20 * time.Millisecond}})
 

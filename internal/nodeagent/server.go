@@ -60,20 +60,6 @@ type refusal struct {
 
 func (r *refusal) Error() string { return r.message }
 
-// isTokenPath matches /metadata/identity/oauth2/token, "metadata" case-insensitively, with or
-// without a trailing slash.
-func isTokenPath(p string) bool {
-	first, rest, ok := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	return ok && strings.EqualFold(first, "metadata") && strings.TrimSuffix("/"+rest, "/") == "/identity/oauth2/token"
-}
-
-func isInstancePath(p string) bool {
-	first, rest, ok := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	return ok && strings.EqualFold(first, "metadata") && (rest == "instance" || strings.HasPrefix(rest, "instance/"))
-}
-
-func isHostTokenPath(p string) bool { return p == "/host/token/" || p == "/host/token" }
-
 // Handler serves the NMI routes.
 func (a *Agent) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,27 +82,41 @@ func (a *Agent) Handler() http.Handler {
 			writeIMDSError(w, http.StatusInternalServerError, "internal_error", "The node agent could not look up the caller.")
 			return
 		}
+		rt, canon := classify(r.URL)
 		switch {
+		case rt == routeNonCanonical:
+			// Refused for every caller: nothing behind the agent gets a chance to normalise it.
+			writeIMDSError(w, http.StatusBadRequest, "invalid_request", "The path is not canonical; use the plain /metadata/... path.")
 		case hostCaller:
-			if !isHostTokenPath(r.URL.Path) {
+			if rt != routeHostToken {
 				writeIMDSError(w, http.StatusForbidden, "forbidden", "Host-network callers may only use /host/token/ with the podname and podns headers.")
 				return
 			}
 			a.hostToken(w, r)
 		case pod == nil:
-			a.log.InfoContext(ctx, "Refused a request from an unknown address", "sourceIP", host, "path", r.URL.Path)
+			a.log.InfoContext(ctx, "Refused a request from an unknown address", "sourceIP", host, "path", clip(r.URL.Path, 200))
 			writeIMDSError(w, http.StatusForbidden, "forbidden",
 				fmt.Sprintf("The source address %s is not a pod of node %s.", host, a.o.NodeName))
-		case isHostTokenPath(r.URL.Path):
+		case rt == routeHostToken:
 			writeIMDSError(w, http.StatusForbidden, "forbidden", "/host/token/ is for host-network callers only.")
-		case isInstancePath(r.URL.Path):
+		case rt == routeInstance:
 			writeIMDSError(w, http.StatusForbidden, "forbidden", "The instance metadata endpoint is blocked for pods.")
-		case isTokenPath(r.URL.Path):
-			a.podToken(w, r, pod)
+		case rt == routeIdentity:
+			writeIMDSError(w, http.StatusNotFound, "not_found", "Only /metadata/identity/oauth2/token is served to pods.")
+		case rt == routeToken:
+			a.podToken(w, withPath(r, canon), pod)
 		default:
-			a.proxy.ServeHTTP(w, r)
+			a.proxy.ServeHTTP(w, withPath(r, canon))
 		}
 	})
+}
+
+// withPath is r with its path replaced by the canonical one: what is forwarded is what was
+// routed.
+func withPath(r *http.Request, p string) *http.Request {
+	out := r.Clone(r.Context())
+	out.URL.Path, out.URL.RawPath = p, ""
+	return out
 }
 
 // caller finds the pod of this node with source address ip; hostCaller is true for the host

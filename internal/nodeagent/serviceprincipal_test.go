@@ -106,6 +106,7 @@ func TestServicePrincipalIdentities(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { _ = kc.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	podidentitytest.GrantAll(t, kc, ns, "sp2")
 	// sp-elsewhere's identity (and pod) live in namespace sp2 and name the Secret sp/sp-secret;
 	// sp-missing names no namespace: its own is meant.
 	secretNS := map[string]string{"sp-secret": ns, "sp-cert": ns, "sp-missing": "", "sp-wrong": ns, "sp-elsewhere": ns}
@@ -317,6 +318,7 @@ func servicePrincipalPod(t *testing.T, az *cloud.Cloud, cfg *rest.Config, node, 
 		}
 	}
 	t.Cleanup(func() { _ = kc.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
+	podidentitytest.GrantAll(t, kc, ns)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.253.0.2"}
 	if err := kc.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)

@@ -70,17 +70,3 @@ func TestCacheServesUntilFiveMinutesBeforeExpiryAndSharesMisses(t *testing.T) {
 		t.Fatalf("upstream calls %d, want 3", got)
 	}
 }
-
-func TestPaths(t *testing.T) {
-	for p, want := range map[string]bool{"/metadata/identity/oauth2/token": true, "/METADATA/identity/oauth2/token/": true,
-		"/metadata/identity/oauth2/TOKEN": false, "/metadata/identity/oauth2/token/x": false, "/metadata": false} {
-		if isTokenPath(p) != want {
-			t.Errorf("isTokenPath(%q) = %v", p, !want)
-		}
-	}
-	for p, want := range map[string]bool{"/metadata/instance": true, "/Metadata/instance/compute": true, "/metadata/instances": false} {
-		if isInstancePath(p) != want {
-			t.Errorf("isInstancePath(%q) = %v", p, !want)
-		}
-	}
-}

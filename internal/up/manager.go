@@ -36,6 +36,9 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 	if err := manager.InstallCRDs(ctx, cp.RESTConfig); err != nil {
 		return nil, err
 	}
+	if err := grantSamples(ctx, cp.RESTConfig, az.Settings().SubscriptionID); err != nil {
+		return nil, err
+	}
 	clients, err := kubernetes.NewForConfig(cp.RESTConfig)
 	if err != nil {
 		return nil, fmt.Errorf("connect to kube-apiserver: %w", err)

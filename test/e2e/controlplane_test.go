@@ -47,6 +47,7 @@ func controlPlaneOnTheNode(t *testing.T, env, podEnv map[string]string, admin az
 	cs := clientset(t, kubeconfig)
 	const ns = "clusters-demo"
 	kubectl(t, kubeconfig, "create", "namespace", ns)
+	grantNamespace(t, kubeconfig, ns)
 	caConfigMap(t, cs, env, ns)
 
 	// What the user fills in: the manager's principal id (under up, the bootstrap principal's).

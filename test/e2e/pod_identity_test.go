@@ -79,6 +79,23 @@ spec:
   selector: pi-app
 `)
 
+	// Issue 22 probe 2: a namespace granted nothing cannot name this identity; the manager's
+	// admission check refuses it, naming the grant to add.
+	thief := ns + "-thief"
+	kubectl(t, kubeconfig, "create", "namespace", thief)
+	t.Cleanup(func() {
+		_ = exec.Command(binary(t, "kubectl"), "--kubeconfig", kubeconfig, "delete", "namespace", thief, "--wait=false").Run()
+	})
+	cmd := exec.CommandContext(ctx, binary(t, "kubectl"), "--kubeconfig", kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(`apiVersion: aadpodidentity.k8s.io/v1
+kind: AzureIdentity
+metadata: {name: stolen, namespace: ` + thief + `}
+spec: {type: 0, resourceID: "` + resourceID + `", clientID: "` + clientID + `"}
+`)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "NamespaceGrant") || !strings.Contains(string(out), resourceID) {
+		t.Errorf("an ungranted namespace's AzureIdentity naming pi-app: %v\n%s", err, out)
+	}
+
 	app := appPod(ns, "pi-app", vaultName, "db-password", podEnv)
 	app.Labels = map[string]string{"aadpodidbinding": "pi-app"}
 	secretReadLine(t, runToCompletion(t, cs, kubeconfig, app), "db-password", secretValue)

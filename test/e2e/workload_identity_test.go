@@ -100,6 +100,7 @@ func TestWorkloadIdentityFromManifestsUnderUp(t *testing.T) {
 	const ns = "shop"
 	vaultName := "shop" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	kubectl(t, kubeconfig, "create", "namespace", ns)
+	grantNamespace(t, kubeconfig, ns)
 	manifests := wiManifests(ns, issuer, vaultName, claim(t, adminToken.Token, "oid"))
 	apply(t, kubeconfig, manifests)
 	kubectl(t, kubeconfig, "wait", "-n", ns, "--for=condition=Ready", "--timeout=3m",
@@ -524,4 +525,18 @@ func claim(t *testing.T, token, name string) string {
 	}
 	s, _ := claims[name].(string)
 	return s
+}
+
+// grantNamespace is the cluster admin's NamespaceGrant of the shop's tenant namespace: every
+// identity and scope (docs/resources.md, Multi-tenancy, says how to narrow it).
+func grantNamespace(t *testing.T, kubeconfig, ns string) {
+	t.Helper()
+	apply(t, kubeconfig, `apiVersion: cerulean.dev/v1alpha1
+kind: NamespaceGrant
+metadata: {name: e2e-`+ns+`}
+spec:
+  namespaces: [`+ns+`]
+  identities: ["*"]
+  scopes: ["/subscriptions/*"]
+`)
 }

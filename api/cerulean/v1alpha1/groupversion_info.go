@@ -21,7 +21,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &ControlPlaneIdentities{}, &ControlPlaneIdentitiesList{})
+	s.AddKnownTypes(GroupVersion, &ControlPlaneIdentities{}, &ControlPlaneIdentitiesList{}, &NamespaceGrant{}, &NamespaceGrantList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

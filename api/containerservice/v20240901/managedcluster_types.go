@@ -13,6 +13,7 @@ import (
 // field of Azure Service Operator's schema is kept and passed to ARM.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$')",message="metadata.name is the Azure name when spec.azureName is empty: names are 1 to 63 letters, digits, hyphens and underscores, starting and ending with a letter or digit"
 // +kubebuilder:resource:categories={azure,containerservice}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -52,6 +53,8 @@ type ManagedClusterSpec struct {
 	// tags are the cluster's tags.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 512)",message="tag names are 1 to 512 characters (Azure's limit)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values are at most 256 characters (Azure's limit)"
 	Tags map[string]string `json:"tags,omitempty"`
 	// operatorSpec says what to export once the cluster is ready.
 	// +optional

@@ -9,6 +9,7 @@ import (
 // Vault is a Key Vault (Microsoft.KeyVault/vaults, API 2023-07-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || (size(self.metadata.name) >= 3 && size(self.metadata.name) <= 24 && self.metadata.name.matches('^[a-zA-Z](-?[a-zA-Z0-9])*$'))",message="metadata.name is the Azure name when spec.azureName is empty: names are 3 to 24 letters, digits and single hyphens, starting with a letter and ending with a letter or digit"
 // +kubebuilder:storageversion
 // +kubebuilder:resource:categories={azure,keyvault}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
@@ -28,7 +29,9 @@ type Vault struct {
 type VaultSpec struct {
 	// azureName is the vault's name in Azure (globally unique); empty means metadata.name.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9-]{3,24}$`
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=24
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z](-?[a-zA-Z0-9])*$`
 	AzureName string `json:"azureName,omitempty"`
 	// location is the Azure region.
 	// +required
@@ -44,6 +47,8 @@ type VaultSpec struct {
 	// tags are the vault's tags.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 512)",message="tag names are 1 to 512 characters (Azure's limit)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values are at most 256 characters (Azure's limit)"
 	Tags map[string]string `json:"tags,omitempty"`
 	// operatorSpec says what to export once the vault is ready.
 	// +optional

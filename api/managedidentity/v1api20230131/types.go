@@ -10,6 +10,7 @@ import (
 // (Microsoft.ManagedIdentity/userAssignedIdentities, API 2023-01-31).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9][a-zA-Z0-9_-]{2,127}$')",message="metadata.name is the Azure name when spec.azureName is empty: names are 3 to 128 letters, digits, hyphens and underscores, starting with a letter or digit"
 // +kubebuilder:storageversion
 // +kubebuilder:resource:categories={azure,managedidentity}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
@@ -44,6 +45,8 @@ type UserAssignedIdentitySpec struct {
 	// tags are the identity's tags.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 512)",message="tag names are 1 to 512 characters (Azure's limit)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values are at most 256 characters (Azure's limit)"
 	Tags map[string]string `json:"tags,omitempty"`
 	// operatorSpec says what to export once the identity is ready.
 	// +optional
@@ -131,6 +134,7 @@ type UserAssignedIdentityList struct {
 // (Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials, API 2023-01-31).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9][a-zA-Z0-9-_]{2,119}$')",message="metadata.name is the Azure name when spec.azureName is empty: names are 3 to 120 letters, digits, hyphens and underscores, starting with a letter or digit"
 // +kubebuilder:storageversion
 // +kubebuilder:resource:categories={azure,managedidentity}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"

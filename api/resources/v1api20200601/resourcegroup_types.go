@@ -9,6 +9,7 @@ import (
 // ResourceGroup is an Azure resource group (Microsoft.Resources/resourceGroups, API 2020-06-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || size(self.metadata.name) <= 90",message="a resource group's name (metadata.name when spec.azureName is empty) is at most 90 characters"
 // +kubebuilder:storageversion
 // +kubebuilder:resource:categories={azure,resources}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
@@ -31,7 +32,7 @@ type ResourceGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=90
-	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]+$`
+	// +kubebuilder:validation:Pattern=`^[-\w\._\(\)]*[-\w_\(\)]$`
 	AzureName string `json:"azureName,omitempty"`
 	// location is the Azure region, e.g. westus2.
 	// +required
@@ -45,6 +46,8 @@ type ResourceGroupSpec struct {
 	// tags are the group's tags.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 512)",message="tag names are 1 to 512 characters (Azure's limit)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values are at most 256 characters (Azure's limit)"
 	Tags map[string]string `json:"tags,omitempty"`
 	// operatorSpec says what to export once the group is ready.
 	// +optional

@@ -11,6 +11,7 @@ import (
 // StorageAccount is a storage account (Microsoft.Storage/storageAccounts, API 2023-01-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-z0-9]{3,24}$')",message="metadata.name is the Azure name when spec.azureName is empty: names are 3 to 24 lowercase letters and digits"
 // +kubebuilder:resource:categories={azure,storage}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -55,6 +56,8 @@ type StorageAccountSpec struct {
 	// tags are the account's tags.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 128)",message="tag names are 1 to 128 characters (Azure's limit)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values are at most 256 characters (Azure's limit)"
 	Tags map[string]string `json:"tags,omitempty"`
 	// operatorSpec says what to export once the account is ready.
 	// +optional

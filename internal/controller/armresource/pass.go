@@ -72,10 +72,12 @@ func (p *pass) gather(ctx context.Context) (gathered, error) {
 		return g, err
 	}
 	p.cred = cred
-	// Namespace grants (what ARM scopes and identities this namespace may use) are checked
-	// here, before any Azure call, once the security work lands.
 	if p.id, err = p.r.armID(ctx, p.obj, cred, true); err != nil {
 		return g, tokenFailure(cred, err)
+	}
+	// Before any Azure call: the namespace must have been granted the scopes it names.
+	if err := p.r.checkGrants(ctx, p.obj, cred, p.id); err != nil {
+		return g, err
 	}
 	p.checkResourceID(ctx)
 	if g.policy == PolicySkip {

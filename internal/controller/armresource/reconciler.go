@@ -88,6 +88,10 @@ type Options struct {
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AllowUngrantedScopes turns off the NamespaceGrant check of resources reconciled with the
+	// global credential (Azure Service Operator's behaviour: that credential is trusted
+	// cluster-wide).
+	AllowUngrantedScopes bool
 }
 
 // credentialResolver finds an object's Azure credential.

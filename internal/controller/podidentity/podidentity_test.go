@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
@@ -53,6 +54,7 @@ func namespace(t *testing.T, kc client.Client, name string) {
 	if err := kc.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	podidentitytest.GrantAll(t, kc, name)
 }
 
 // Users' aad-pod-identity manifests, as its docs wrote them, apply unchanged with kubectl's
@@ -350,4 +352,100 @@ func TestManagedModeWritesNothingToARM(t *testing.T) {
 		err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-managed-mi"}, &a)
 		return err == nil && a.Status.Status == aadv1.AssignedIDAssigned && strings.HasSuffix(a.Spec.AzureIdentityRef.Spec.ResourceID, "-v2"), nil
 	})
+}
+
+// Issue 22 probe 2: in a namespace no grant lists, an AzureIdentity naming another team's
+// managed identity, a binding and a pod get nothing: no assignment, no ARM write, a Warning
+// Event on the binding naming the grant to add. Once an admin grants the identity the pod gets
+// it; when the grant goes, so does the identity, from the assignment and from the scale set.
+func TestUngrantedIdentityNeverReachesANode(t *testing.T) {
+	kc := kube(t)
+	ctx := t.Context()
+	f := newFleet(t, 1)
+	mi := f.ids[0]
+	ns := "ungranted"
+	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ungranted-node"}, Spec: corev1.NodeSpec{ProviderID: "azure://" + f.ssIDs[1] + "/virtualMachines/0"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "thief", Labels: map[string]string{aadv1.PodLabel: "stolen"}},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	for _, o := range []client.Object{
+		node,
+		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stolen"},
+			Spec: aadv1.AzureIdentitySpec{ResourceID: *mi.ID, ClientID: *mi.Properties.ClientID}},
+		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stolen"},
+			Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "stolen", Selector: "stolen"}},
+		pod,
+	} {
+		if err := kc.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = kc.Delete(context.Background(), node) })
+	since := uint64(0)
+	if es := f.c.Requests(reqlog.Filter{}); len(es) > 0 {
+		since = es[len(es)-1].Seq
+	}
+	podidentitytest.StartController(t, devenvtest.ControlPlane(t).RESTConfig, podidentity.Options{Compute: &podidentity.ARMCompute{
+		Credential: f.owner, Options: f.opts, PollFrequency: 20 * time.Millisecond}})
+
+	var refusal string
+	eventually(t, "a Warning Event refusing the identity", func(ctx context.Context) (bool, error) {
+		var evs corev1.EventList
+		if err := kc.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == podidentity.ReasonNotGranted && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == "stolen" {
+				refusal = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	for _, want := range []string{"NamespaceGrant", "spec.identities", "namespace " + ns, *mi.ID} {
+		if !strings.Contains(refusal, want) {
+			t.Errorf("refusal %q does not name %q", refusal, want)
+		}
+	}
+	var list aadv1.AzureAssignedIdentityList
+	if err := kc.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+		t.Fatalf("assignments in an ungranted namespace: %v %v", list.Items, err)
+	}
+	if w := f.c.Requests(reqlog.Filter{Service: "arm", Method: http.MethodPatch, Since: since}); len(w) != 0 {
+		t.Fatalf("%d PATCHes for an ungranted identity", len(w))
+	}
+	if got := f.identitiesOf(t, 1); got[strings.ToLower(*mi.ID)] {
+		t.Fatalf("the ungranted identity is on the scale set: %v", got)
+	}
+
+	// The admin grants it (by resource id and client id): the pod gets it.
+	grant := &ceruleanv1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
+		Spec: ceruleanv1.NamespaceGrantSpec{Namespaces: []string{ns}, Identities: []string{*mi.ID, *mi.Properties.ClientID}}}
+	if err := kc.Create(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kc.Delete(context.Background(), grant) })
+	eventually(t, "the granted identity Assigned", func(ctx context.Context) (bool, error) {
+		var list aadv1.AzureAssignedIdentityList
+		err := kc.List(ctx, &list, client.InNamespace(ns))
+		return err == nil && len(list.Items) == 1 && list.Items[0].Status.Status == aadv1.AssignedIDAssigned, err
+	})
+	if got := f.identitiesOf(t, 1); !got[strings.ToLower(*mi.ID)] {
+		t.Fatalf("the granted identity is not on the scale set: %v", got)
+	}
+
+	// The grant is withdrawn: the assignment goes and the identity comes off the node.
+	if err := kc.Delete(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the assignment gone with its grant", func(ctx context.Context) (bool, error) {
+		var list aadv1.AzureAssignedIdentityList
+		err := kc.List(ctx, &list, client.InNamespace(ns))
+		return err == nil && len(list.Items) == 0, err
+	})
+	if got := f.identitiesOf(t, 1); got[strings.ToLower(*mi.ID)] {
+		t.Fatalf("the identity stayed on the scale set after its grant went: %v", got)
+	}
 }

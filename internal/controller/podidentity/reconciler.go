@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/controller/patch"
 	"github.com/cerulean/cerulean/internal/controller/record"
 	"github.com/cerulean/cerulean/internal/podidentity"
@@ -57,6 +58,9 @@ type Options struct {
 	Managed bool
 	// RetryAfter is how long a failed assignment waits before the next pass (default 30s).
 	RetryAfter time.Duration
+	// AllowUngrantedIdentities assigns identities whatever the NamespaceGrants say
+	// (upstream's behaviour); by default a pod gets only identities its namespace was granted.
+	AllowUngrantedIdentities bool
 }
 
 // Reconciler reconciles one VM or scale set (or, for a node without an Azure provider id, one
@@ -112,6 +116,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		})).
 		Watches(&aadv1.AzureIdentityBinding{}, all).
 		Watches(&aadv1.AzureIdentity{}, all).
+		Watches(&ceruleanv1.NamespaceGrant{}, all).
 		Complete(r)
 }
 
@@ -182,8 +187,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// Namespace grants of identities are checked here, before any Azure call, once the
-	// security work lands.
+	// Before any Azure call: a pod gets only identities its namespace was granted.
+	if err := r.dropUngranted(ctx, g.want); err != nil {
+		return ctrl.Result{}, err
+	}
 	pl := planAssignments(g.want, g.existing)
 	if err := parallel(ctx, pl.create, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
 		if err := r.c.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/podidentity"
 )
 
@@ -42,6 +43,8 @@ type Validator struct {
 	Client client.Client
 	// Decoder decodes pods.
 	Decoder admission.Decoder
+	// AllowUngrantedIdentities skips the NamespaceGrant check (upstream's behaviour).
+	AllowUngrantedIdentities bool
 }
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -79,6 +82,15 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	matches := podidentity.Matches(&pod, bindings.Items, ids.Items)
 	if len(matches) == 0 {
 		return admission.Allowed("") // selects nothing: no identity to gain
+	}
+	if !v.AllowUngrantedIdentities {
+		var list ceruleanv1.NamespaceGrantList
+		if err := v.Reader.List(ctx, &list); err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list namespace grants: %w", err))
+		}
+		if msg := notGranted(list.Items, pod.Namespace, matches); msg != "" {
+			return admission.Denied(fmt.Sprintf("label %s=%q: %s", aadv1.PodLabel, label, msg))
+		}
 	}
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
@@ -175,7 +187,7 @@ func Configuration(cc ClientConfig) (*admissionregistrationv1.ValidatingWebhookC
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			TimeoutSeconds:          ptr.To(TimeoutSeconds),
 			AdmissionReviewVersions: []string{"v1"},
-		}},
+		}, identityWebhook(wcc)},
 	}, nil
 }
 
@@ -200,7 +212,9 @@ func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
 	if cc.CABundle == nil {
 		for i := range got.Webhooks {
 			if got.Webhooks[i].Name == WebhookName {
-				want.Webhooks[0].ClientConfig.CABundle = got.Webhooks[i].ClientConfig.CABundle
+				for j := range want.Webhooks {
+					want.Webhooks[j].ClientConfig.CABundle = got.Webhooks[i].ClientConfig.CABundle
+				}
 			}
 		}
 	}
@@ -215,9 +229,43 @@ func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
 	return nil
 }
 
-// Setup registers the check at Path on the manager's webhook server; bindings and identities are
-// read from the manager's cache.
-func Setup(mgr ctrl.Manager) {
-	v := &Validator{Reader: mgr.GetClient(), Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())}
+// Setup registers the checks at Path and IdentityPath on the manager's webhook server;
+// bindings, identities and grants are read from the manager's cache. allowUngranted turns the
+// NamespaceGrant checks off (upstream's behaviour): AzureIdentity objects are then all allowed.
+func Setup(mgr ctrl.Manager, allowUngranted bool) {
+	dec := admission.NewDecoder(mgr.GetScheme())
+	v := &Validator{Reader: mgr.GetClient(), Client: mgr.GetClient(), Decoder: dec, AllowUngrantedIdentities: allowUngranted}
 	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: v})
+	var iv admission.Handler = &IdentityValidator{Reader: mgr.GetClient(), Decoder: dec}
+	if allowUngranted {
+		iv = admission.HandlerFunc(func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })
+	}
+	mgr.GetWebhookServer().Register(IdentityPath, &webhook.Admission{Handler: iv})
+}
+
+// identityWebhook is the AzureIdentity check: create and update, failurePolicy Fail.
+func identityWebhook(wcc admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.ValidatingWebhook {
+	if wcc.Service != nil {
+		svc := *wcc.Service
+		svc.Path = ptr.To(IdentityPath)
+		wcc.Service = &svc
+	} else if wcc.URL != nil {
+		wcc.URL = ptr.To(strings.TrimSuffix(*wcc.URL, Path) + IdentityPath)
+	}
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:         IdentityWebhookName,
+		ClientConfig: wcc,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{aadv1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"azureidentities"},
+				Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}},
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To(TimeoutSeconds),
+		AdmissionReviewVersions: []string{"v1"},
+	}
 }

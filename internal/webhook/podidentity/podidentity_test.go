@@ -48,6 +48,7 @@ func TestOnlyUsersOfABindingMayLabelPodsWithItsSelector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	podidentitytest.GrantAll(t, kc, ns)
 	v := &podidentity.Validator{Reader: kc, Client: kc, Decoder: admission.NewDecoder(scheme)}
 	pod := func(sa, label string) *corev1.Pod {
 		p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/cerulean/cerulean/internal/webhook/armgrants"
 	"github.com/cerulean/cerulean/internal/webhook/certs"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
@@ -48,6 +49,10 @@ type Options struct {
 	WorkloadIdentity workloadidentity.Config
 	// NoPodIdentity leaves pod identity's admission check out (pod identity is off).
 	NoPodIdentity bool
+	// AllowUngrantedIdentities and AllowUngrantedScopes turn the NamespaceGrant checks off
+	// (upstream's and Azure Service Operator's behaviour); the scopes check is then not
+	// registered at all.
+	AllowUngrantedIdentities, AllowUngrantedScopes bool
 	// Certs tunes the certificates (validity, clock); Namespace, names and configurations are
 	// filled in here.
 	Certs certs.Options
@@ -75,6 +80,9 @@ func New(cfg *rest.Config, opts Options) (*Webhooks, error) {
 	co.MutatingWebhooks = []string{workloadidentity.ConfigurationName}
 	if !opts.NoPodIdentity {
 		co.ValidatingWebhooks = []string{podidentity.ConfigurationName}
+	}
+	if !opts.AllowUngrantedScopes {
+		co.ValidatingWebhooks = append(co.ValidatingWebhooks, armgrants.ConfigurationName)
 	}
 	if opts.Service != nil {
 		s := opts.Service
@@ -122,7 +130,13 @@ func (w *Webhooks) Setup(ctx context.Context, mgr ctrl.Manager) error {
 		if err := podidentity.Apply(ctx, w.c, podidentity.ClientConfig{Service: cc.Service, URL: cc.URL, CABundle: cc.CABundle}); err != nil {
 			return err
 		}
-		podidentity.Setup(mgr)
+		podidentity.Setup(mgr, w.opts.AllowUngrantedIdentities)
+	}
+	if !w.opts.AllowUngrantedScopes {
+		if err := armgrants.Apply(ctx, w.c, armgrants.ClientConfig{Service: cc.Service, URL: cc.URL, CABundle: cc.CABundle}); err != nil {
+			return err
+		}
+		armgrants.Setup(mgr)
 	}
 	if err := mgr.Add(w.rotator); err != nil {
 		return fmt.Errorf("add webhook certificate rotator: %w", err)

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,8 +19,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
+	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/manager"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
@@ -114,6 +118,7 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 	}
 
 	checkPodIdentityAdmission(t, cp.RESTConfig, cs, ns, w)
+	checkGrantAdmission(t, cp.RESTConfig)
 }
 
 // checkPodIdentityAdmission: user dev may create and update pods in ns, but may "use" binding
@@ -125,6 +130,7 @@ func checkPodIdentityAdmission(t *testing.T, rc *rest.Config, cs kubernetes.Inte
 	if err != nil {
 		t.Fatal(err)
 	}
+	podidentitytest.GrantAll(t, kc, ns)
 	for _, o := range []client.Object{
 		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "id"}, Spec: aadv1.AzureIdentitySpec{ClientID: "c", ResourceID: "/r"}},
 		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "id", Selector: "web"}},
@@ -203,4 +209,113 @@ func checkPodIdentityAdmission(t *testing.T, rc *rest.Config, cs kubernetes.Inte
 	if err2 != nil {
 		t.Errorf("dev, granted use on binding web, creates a pod selecting it: %v", err2)
 	}
+}
+
+// checkGrantAdmission: issue 22's probes of namespace grants at admission. In a namespace no
+// grant lists, an AzureIdentity naming someone's identity, a service principal's identity naming
+// another namespace's Secret, and a RoleAssignment owned by an arbitrary ARM scope are refused
+// at once, each with a message naming the NamespaceGrant field to add; granted, they pass; and a
+// namespace with a credential of its own (aso-credential) is limited by Azure, not by grants.
+func checkGrantAdmission(t *testing.T, rc *rest.Config) {
+	t.Helper()
+	ctx := t.Context()
+	if err := manager.InstallCRDs(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := client.New(rc, client.Options{Scheme: podidentitytest.Scheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tenant, other = "tenant", "other-team"
+	for _, n := range []string{tenant, other} {
+		if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const victimID = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/other-team/providers/Microsoft.ManagedIdentity/userAssignedIdentities/deployer"
+	const victimScope = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/other-team"
+	identity := func() *aadv1.AzureIdentity {
+		return &aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "stolen"},
+			Spec: aadv1.AzureIdentitySpec{ResourceID: victimID, ClientID: "66666666-6666-6666-6666-666666666666"}}
+	}
+	spIdentity := func() *aadv1.AzureIdentity {
+		return &aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "sp"}, Spec: aadv1.AzureIdentitySpec{
+			Type: aadv1.ServicePrincipal, TenantID: "t", ClientID: "77777777-7777-7777-7777-777777777777",
+			ClientPassword: corev1.SecretReference{Namespace: other, Name: "sp-secret"}}}
+	}
+	roleAssignment := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "authorization.azure.com/v1api20220401", "kind": "RoleAssignment",
+			"metadata": map[string]any{"namespace": tenant, "name": "owner-of-victim"},
+			"spec": map[string]any{
+				"owner":                   map[string]any{"armId": victimScope},
+				"principalId":             "00000000-0000-0000-0000-000000000002",
+				"roleDefinitionReference": map[string]any{"wellKnownName": "Owner"},
+			},
+		}}
+		return u
+	}
+	dryRun := func(o client.Object) error { return kc.Create(ctx, o, client.DryRunAll) }
+	// kube-apiserver learns of the configurations and CRDs through watches: retry until the
+	// checks answer.
+	refused := func(what string, o func() client.Object, wants ...string) {
+		t.Helper()
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			err = dryRun(o())
+			if err != nil && strings.Contains(err.Error(), "denied") || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err == nil {
+			t.Errorf("%s: admitted", what)
+			return
+		}
+		for _, w := range wants {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: refusal %q does not say %q", what, err, w)
+			}
+		}
+	}
+	admitted := func(what string, o func() client.Object) {
+		t.Helper()
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if err = dryRun(o()); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	refused("an ungranted AzureIdentity", func() client.Object { return identity() },
+		"namespace "+tenant+" is not granted", victimID, "spec.identities", "NamespaceGrant")
+	refused("a service principal with another namespace's Secret", func() client.Object { return spIdentity() },
+		other+"/sp-secret", "identity's own namespace")
+	refused("a RoleAssignment on an ungranted scope", func() client.Object { return roleAssignment() },
+		"global credential", victimScope, "spec.scopes", "NamespaceGrant")
+
+	grant := &ceruleanv1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + tenant},
+		Spec: ceruleanv1.NamespaceGrantSpec{Namespaces: []string{tenant},
+			Identities: []string{victimScope, "66666666-6666-6666-6666-666666666666", "77777777-7777-7777-7777-777777777777"},
+			Scopes:     []string{victimScope}}}
+	if err := kc.Create(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	admitted("a granted AzureIdentity", func() client.Object { return identity() })
+	admitted("a RoleAssignment on a granted scope", func() client.Object { return roleAssignment() })
+	// A grant never makes another namespace's Secret this namespace's credential.
+	refused("a granted service principal with another namespace's Secret", func() client.Object { return spIdentity() }, other+"/sp-secret")
+	if err := kc.Delete(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	refused("a RoleAssignment once its grant is gone", func() client.Object { return roleAssignment() }, victimScope, "NamespaceGrant")
+
+	// The namespace's own credential: Azure limits what it may do, not grants.
+	if err := kc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: credentials.NamespaceSecretName},
+		StringData: map[string]string{"AZURE_SUBSCRIPTION_ID": "s", "AZURE_TENANT_ID": "t", "AZURE_CLIENT_ID": "c", "AZURE_CLIENT_SECRET": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	admitted("a RoleAssignment under the namespace's own credential", func() client.Object { return roleAssignment() })
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
 )
 
@@ -43,7 +45,7 @@ func Scheme(t testing.TB) *k8sruntime.Scheme {
 // NewScheme is the scheme of Scheme.
 func NewScheme() (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, aadv1.AddToScheme, apiextensionsv1.AddToScheme} {
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, aadv1.AddToScheme, ceruleanv1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
 		}
@@ -80,6 +82,8 @@ func InstallCRDsE(ctx context.Context, cfg *rest.Config) error {
 	if len(files) != 4 {
 		return fmt.Errorf("want 4 CRD files in %s, found %d", CRDDir(), len(files))
 	}
+	// The controller and the webhook read NamespaceGrants.
+	files = append(files, filepath.Join(CRDDir(), "cerulean.dev_namespacegrants.yaml"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -109,6 +113,19 @@ func InstallCRDsE(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	return nil
+}
+
+// GrantAll gives namespaces every identity and scope (a NamespaceGrant named after the first,
+// deleted when the test ends): tests that are not about grants run in granted namespaces, as
+// a cluster admin's tenants would.
+func GrantAll(t testing.TB, c client.Client, namespaces ...string) {
+	t.Helper()
+	g := &ceruleanv1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "test-" + namespaces[0]},
+		Spec: ceruleanv1.NamespaceGrantSpec{Namespaces: namespaces, Identities: []string{"*"}, Scopes: []string{"/subscriptions/*"}}}
+	if err := c.Create(t.Context(), g); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("grant namespaces %v: %v", namespaces, err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), g) })
 }
 
 // StartController runs the assignment controller in a manager of its own until the test ends.

@@ -1,0 +1,122 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
+	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+)
+
+// Issue 22's probes of namespace grants and schema limits (security_test.go has the
+// controller's; the node agent's are in internal/nodeagent/paths_test.go). Future changes keep
+// these green.
+
+// Point 5 of the issue (validation that ARM does later): the API server refuses each of
+// Azure's limits at apply time.
+func TestSchemaCarriesAzureLimits(t *testing.T) {
+	c := kube(t)
+	ns := namespace(t, c)
+	tags := func(n int, name, value string) map[string]any {
+		m := map[string]any{}
+		for i := range n {
+			m[fmt.Sprintf("t%d", i)] = "v"
+		}
+		if name != "" {
+			m[name] = value
+		}
+		return m
+	}
+	rg := func(name string, spec map[string]any) *unstructured.Unstructured {
+		spec["location"] = "westus2"
+		return obj(rgAPI, "ResourceGroup", name, spec)
+	}
+	for _, tc := range []struct {
+		obj  *unstructured.Unstructured
+		want string
+	}{
+		{rg("trailing-period", map[string]any{"azureName": "group."}), "spec.azureName"},
+		{rg("long-name-"+strings.Repeat("a", 81), map[string]any{}), "at most 90 characters"},
+		{rg("too-many-tags", map[string]any{"tags": tags(51, "", "")}), "spec.tags"},
+		{rg("long-tag-name", map[string]any{"tags": tags(0, strings.Repeat("n", 513), "v")}), "tag names are 1 to 512"},
+		{rg("long-tag-value", map[string]any{"tags": tags(0, "n", strings.Repeat("v", 257))}), "tag values are at most 256"},
+		{obj("storage.azure.com/v1api20230101", "StorageAccount", "has-hyphens", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"},
+			"kind": "StorageV2", "sku": map[string]any{"name": "Standard_LRS"}}), "3 to 24 lowercase letters and digits"},
+		{obj("storage.azure.com/v1api20230101", "StorageAccount", "longtags", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"},
+			"kind": "StorageV2", "sku": map[string]any{"name": "Standard_LRS"}, "tags": tags(0, strings.Repeat("n", 129), "v")}), "tag names are 1 to 128"},
+		{obj("keyvault.azure.com/v1api20230701", "Vault", "double--hyphen", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"},
+			"properties": map[string]any{"tenantId": "00000000-0000-0000-0000-000000000000", "sku": map[string]any{"family": "A", "name": "standard"}}}), "single hyphens"},
+		{obj("keyvault.azure.com/v1api20230701", "Vault", "vault", map[string]any{"azureName": "v--x", "location": "westus2", "owner": map[string]any{"name": "rg"},
+			"properties": map[string]any{"tenantId": "00000000-0000-0000-0000-000000000000", "sku": map[string]any{"family": "A", "name": "standard"}}}), "spec.azureName"},
+		{obj(msiAPI, "UserAssignedIdentity", "dotted.name", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}}), "3 to 128 letters"},
+	} {
+		tc.obj.SetNamespace(ns)
+		err := c.Create(t.Context(), tc.obj)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("create %s %s: got %v, want a rejection naming %q", tc.obj.GetKind(), tc.obj.GetName(), err, tc.want)
+		}
+	}
+}
+
+// bareNamespace is a namespace no grant lists: a tenant the admin has not given anything.
+func bareNamespace(t *testing.T) string {
+	t.Helper()
+	c := kube(t)
+	name := fmt.Sprintf("tenant-%d", time.Now().UnixNano()%1000000)
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Issue 22 point 3: from a namespace nothing was granted, a RoleAssignment on an arbitrary
+// scope and a resource group are refused before any ARM write, with a message naming the grant;
+// once an admin grants the scope, the same objects go Ready.
+func TestScopesAreGrantedToNamespaces(t *testing.T) {
+	c := kube(t)
+	ns := bareNamespace(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	sub := "/subscriptions/" + az.Settings().SubscriptionID
+	victim := sub + "/resourceGroups/victim-" + ns
+	startManager(t, az, time.Minute, ns)
+
+	rg := resourceGroup("tenant-rg", nil)
+	ra := obj("authorization.azure.com/v1api20220401", "RoleAssignment", "owner-of-victim", map[string]any{
+		"owner":                   map[string]any{"armId": victim},
+		"principalId":             "00000000-0000-0000-0000-000000000001",
+		"roleDefinitionReference": map[string]any{"wellKnownName": "Owner"},
+	})
+	since := az.RequestLog().Last()
+	create(t, c, ns, rg, ra)
+	for _, u := range []*unstructured.Unstructured{rg, ra} {
+		eventually(t, time.Minute, u.GetName()+" refused for want of a grant", func() (bool, string) {
+			st, sev, reason, msg := ready(get(t, c, ns, u.GetName(), u))
+			return st == "False" && sev == "Error" && reason == "NotGranted" && strings.Contains(msg, "NamespaceGrant") && strings.Contains(msg, ns),
+				st + " " + sev + " " + reason + ": " + msg
+		})
+	}
+	if n := az.RequestLog().Count(reqlog.Filter{Service: "arm", Method: "PUT", Since: since}); n != 0 {
+		t.Fatalf("%d ARM PUTs from an ungranted namespace", n)
+	}
+
+	g := &ceruleanv1alpha1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "grant-" + ns},
+		Spec: ceruleanv1alpha1.NamespaceGrantSpec{Namespaces: []string{ns}, Scopes: []string{sub + "/resourceGroups/tenant-rg"}}}
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), g) })
+	waitReady(t, c, rg, 2*time.Minute)
+	// The victim's scope is still not granted.
+	if st, _, reason, _ := ready(get(t, c, ns, ra.GetName(), ra)); st != "False" || reason != "NotGranted" {
+		t.Fatalf("role assignment on an ungranted scope: %s %s", st, reason)
+	}
+}

@@ -1,0 +1,187 @@
+// Package armgrants is the admission check of Azure resources reconciled with the manager's
+// global credential: every ARM id their spec names (owner.armId, a RoleAssignment's scope,
+// any other armId reference) must be inside the scopes a NamespaceGrant gives their namespace.
+// The controller checks again before any Azure call (it also knows the resource's own ARM id);
+// this check gives the refusal at kubectl apply time.
+package armgrants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
+	"github.com/cerulean/cerulean/internal/controller/armresource"
+	"github.com/cerulean/cerulean/internal/controller/credentials"
+	"github.com/cerulean/cerulean/internal/grants"
+)
+
+// Registration of the check.
+const (
+	Path              = "/validate-arm-grants"
+	ConfigurationName = "cerulean-arm-grants"
+	WebhookName       = "scopes.arm-grants.cerulean.dev"
+	timeoutSeconds    = int32(5)
+)
+
+// +kubebuilder:rbac:groups=cerulean.dev,resources=namespacegrants,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// Validator checks the ARM references of Azure resources.
+type Validator struct {
+	// Reader lists grants; APIReader reads a namespace's credential Secret (not cached).
+	Reader    client.Reader
+	APIReader client.Reader
+}
+
+// Handle implements admission.Handler.
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	var obj unstructured.Unstructured
+	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode object: %w", err))
+	}
+	ns := req.Namespace
+	if req.Operation == admissionv1.Update {
+		// Metadata-only updates (the manager's finalizer, annotations, a deletion's finalizer
+		// removal) must never be blocked: only a changed spec is judged again.
+		var old unstructured.Unstructured
+		if err := old.UnmarshalJSON(req.OldObject.Raw); err == nil && equality.Semantic.DeepEqual(old.Object["spec"], obj.Object["spec"]) {
+			return admission.Allowed("")
+		}
+		if obj.GetDeletionTimestamp() != nil {
+			return admission.Allowed("")
+		}
+	}
+	if _, own := obj.GetAnnotations()[credentials.AnnotationCredentialFrom]; own {
+		return admission.Allowed("") // its own credential: Azure limits it
+	}
+	var s corev1.Secret
+	err := v.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: credentials.NamespaceSecretName}, &s)
+	switch {
+	case err == nil:
+		return admission.Allowed("") // the namespace's credential: Azure limits it
+	case !apierrors.IsNotFound(err):
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read the namespace's credential secret: %w", err))
+	}
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	refs := grants.References(spec)
+	if len(refs) == 0 {
+		return admission.Allowed("")
+	}
+	var list ceruleanv1.NamespaceGrantList
+	if err := v.Reader.List(ctx, &list); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list namespace grants: %w", err))
+	}
+	if err := grants.CheckScopes(list.Items, ns, refs); err != nil {
+		if errors.Is(err, grants.ErrNotGranted) {
+			return admission.Denied(fmt.Sprintf("%s %s/%s uses the manager's global credential: %s", obj.GetKind(), ns, obj.GetName(), err))
+		}
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.Allowed("")
+}
+
+// Groups are the API groups of the ARM kinds the manager reconciles.
+func Groups() []string {
+	set := map[string]bool{}
+	for _, k := range armresource.Kinds() {
+		set[k.GVK.Group] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// ClientConfig says how kube-apiserver reaches the check: exactly one of Service or URL.
+type ClientConfig struct {
+	Service  *admissionregistrationv1.ServiceReference
+	URL      string
+	CABundle []byte
+}
+
+// Configuration is the check's ValidatingWebhookConfiguration: every kind of the ARM groups,
+// create and update, failurePolicy Fail.
+func Configuration(cc ClientConfig) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	var wcc admissionregistrationv1.WebhookClientConfig
+	switch {
+	case (cc.Service == nil) == (cc.URL == ""):
+		return nil, errors.New("arm grants webhook: client config needs exactly one of a Service or a URL")
+	case cc.Service != nil:
+		svc := *cc.Service
+		svc.Path = ptr.To(Path)
+		wcc.Service = &svc
+	default:
+		wcc.URL = ptr.To(cc.URL + Path)
+	}
+	wcc.CABundle = cc.CABundle
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/name": "cerulean"}},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         WebhookName,
+			ClientConfig: wcc,
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: Groups(), APIVersions: []string{"*"}, Resources: []string{"*"},
+					Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+			}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To(timeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, nil
+}
+
+// Apply creates or updates the configuration; a nil CABundle keeps the one there.
+func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
+	want, err := Configuration(cc)
+	if err != nil {
+		return err
+	}
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	err = c.Get(ctx, client.ObjectKeyFromObject(want), got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Create(ctx, want); err != nil {
+			return fmt.Errorf("create webhook configuration %s: %w", want.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("get webhook configuration %s: %w", want.Name, err)
+	}
+	if cc.CABundle == nil && len(got.Webhooks) > 0 {
+		want.Webhooks[0].ClientConfig.CABundle = got.Webhooks[0].ClientConfig.CABundle
+	}
+	got.Webhooks = want.Webhooks
+	if got.Labels == nil {
+		got.Labels = map[string]string{}
+	}
+	maps.Copy(got.Labels, want.Labels)
+	if err := c.Update(ctx, got); err != nil {
+		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// Setup registers the check on the manager's webhook server.
+func Setup(mgr ctrl.Manager) {
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: &Validator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}})
+}

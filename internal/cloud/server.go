@@ -54,6 +54,9 @@ type Options struct {
 	// 0 picks a free loopback port); empty runs no proxy. `cerulean cloud` defaults to
 	// DefaultProxyAddr.
 	ProxyAddr string
+	// DataPlanes resolves the names of data planes on addresses of their own for the cloud's
+	// DNS (names.go); nil: none.
+	DataPlanes DataPlaneResolver
 }
 
 // Settings are what a client needs to use the cloud.
@@ -101,14 +104,16 @@ type Cloud struct {
 	// handler serves Entra ID, ARM, the managed-identity endpoints and the admin API: what the
 	// main listener serves, and what any other front for those services (a forward proxy) must
 	// serve too, so that it keeps httpx.CompleteBody and the request log.
-	handler  http.Handler
-	proxy    *proxy.Proxy
-	inflight httpx.InFlight
-	served   chan error
-	log      *slog.Logger
-	faults   *faults.Injector
-	requests *reqlog.Log
-	now      func() time.Time
+	handler    http.Handler
+	proxy      *proxy.Proxy
+	names      names // DNS for Azure's names and the HTTPS front (names.go)
+	dataPlanes DataPlaneResolver
+	inflight   httpx.InFlight
+	served     chan error
+	log        *slog.Logger
+	faults     *faults.Injector
+	requests   *reqlog.Log
+	now        func() time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -178,7 +183,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger}
+	c = &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger, dataPlanes: opts.DataPlanes}
 	if err := c.startFaults(opts); err != nil {
 		return nil, err
 	}
@@ -325,7 +330,7 @@ func (c *Cloud) Close() error {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := c.closeProxy()
+		err := errors.Join(c.closeNames(), c.closeProxy())
 		err = errors.Join(err, httpx.Shutdown(ctx, c.srv, &c.inflight))
 		c.closeARM()
 		err = errors.Join(err, c.closeKeyVault())

@@ -54,13 +54,13 @@ type Options struct {
 
 // Proxy is a running proxy.
 type Proxy struct {
-	o     Options
-	log   *slog.Logger
-	ln    net.Listener
+	o      Options
+	log    *slog.Logger
+	ln     net.Listener
 	front  *http.Server // CONNECT requests
 	back   *http.Server // the terminated TLS connections
 	direct *http.Server // TLS straight from clients that resolved a public name to us (ServeTLS)
-	tuns  *tunnelListener
+	tuns   *tunnelListener
 
 	frontDone, backDone chan error
 	inflight            httpx.InFlight

@@ -180,6 +180,8 @@ evictionHard:
   nodefs.available: 1%
   nodefs.inodesFree: 1%
   imagefs.available: 1%
+clusterDNS: [` + DNSServiceIP + `]
+clusterDomain: ` + ClusterDomain + `
 resolvConf: ` + q(n.resolvConf()) + `
 podLogsDir: ` + q(n.podLogs()) + `
 serializeImagePulls: false
@@ -236,8 +238,8 @@ func writeNodeConfig(n nodePaths, p ports, pki pkiFiles, providerID, runc string
 		{filepath.Join(n.registryHosts(), "_default", "hosts.toml"), registryHostsDefault},
 		{filepath.Join(n.cniConfDir(), "10-"+cniNetwork+".conflist"), string(cni)},
 		{n.kubeletConfig(), kubeletConfig(n, p, pki, providerID)},
-		// No lookup from a pod leaves the machine: the only name server named is the node's
-		// own address, where none listens.
+		// No lookup from a pod leaves the machine: the only name server named (for pods with
+		// dnsPolicy Default) is the node's own address, where CoreDNS answers.
 		{n.resolvConf(), "nameserver " + NodeIP + "\n"},
 	}
 	for _, f := range files {

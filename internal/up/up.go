@@ -196,6 +196,9 @@ func Run(ctx context.Context, opts Options) error {
 		if podProxyURL, err = servePodProxy(az, node, podEnvPath); err != nil {
 			return err
 		}
+		if err := serveAzureNames(az); err != nil {
+			return err
+		}
 	}
 	if az.Proxy() != nil {
 		proxyEnv := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.ProxyEnv()...)
@@ -252,6 +255,8 @@ func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clu
 	}
 	if podProxyURL != "" {
 		proxyLine += fmt.Sprintf("  proxy for pods      %s  (see %s)\n", podProxyURL, filepath.Join(filepath.Dir(envPath), PodEnvFileName))
+		proxyLine += fmt.Sprintf("  DNS for pods        CoreDNS at %s (cluster.local; Azure's names: the cloud at %s, HTTPS on %s)\n",
+			devenv.DNSServiceIP, devenv.CloudDNSAddr, devenv.CloudHTTPSAddr)
 	}
 	nodeLine := "none (--no-node)"
 	agentLine := "not running (no node)"

@@ -223,14 +223,15 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 	if err := n.waitReady(ctx, timeout, "kube-scheduler", healthz(cp.ports.Scheduler, cp.CACertPEM)); err != nil {
 		return nil, err
 	}
-	if err := n.startServices(ctx, cs, timeout, say); err != nil {
-		return nil, err
-	}
 	say(fmt.Sprintf("starting the kubelet as node %s on %s…", NodeName, NodeIP))
 	if err := n.start("kubelet", filepath.Join(cp.binDir, "kubelet"), kubeletArgs(n.paths, cp.DataDir), nil); err != nil {
 		return nil, err
 	}
 	if err := n.waitReady(ctx, timeout, "node "+NodeName, nodeReady(cs)); err != nil {
+		return nil, err
+	}
+	// After the Node exists: kube-proxy reads its own Node object at start.
+	if err := n.startServices(ctx, cs, timeout, say); err != nil {
 		return nil, err
 	}
 	return n, nil

@@ -238,7 +238,7 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 // "NAME ADDR..." or "NAME notfound".
 func lookup(ctx context.Context, names []string, out io.Writer) error {
 	if len(names) == 0 {
-		return errors.New("usage: test-app lookup NAME...")
+		return errors.New("usage: test-app lookup NAME [NAME ...]")
 	}
 	for _, name := range names {
 		addrs, err := net.DefaultResolver.LookupHost(ctx, name)

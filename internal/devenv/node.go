@@ -82,7 +82,7 @@ func CheckNodeHost(binDir string) error {
 	if _, err := runcPath(); err != nil {
 		return err
 	}
-	for _, tool := range []string{"iptables", "ip"} {
+	for _, tool := range []string{"iptables", "ip", "nft"} { // nft: kube-proxy drives it
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s not found: run `make node` to install the local node's packages", tool)
 		}

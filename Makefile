@@ -26,8 +26,9 @@ help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## Build bin/cerulean
+build: ## Build bin/cerulean (the product) and bin/cerulean-local (the local environment: cloud, up)
 	@go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cerulean ./cmd/cerulean
+	@go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cerulean-local ./cmd/cerulean-local
 
 .PHONY: tools
 tools: ## Build the pinned tools into bin/ (kube-apiserver, etcd, kubectl, ...; first run only)
@@ -43,17 +44,27 @@ node: control-plane ## Build and install the local node: kubelet, kube-scheduler
 	@for g in $(NODE_TOOLS); do hack/tools/build.sh $$g; done
 
 .PHONY: images
-images: ## Build the local node's images (cerulean, pause, test-app) into bin/images
+images: ## Build the local node's images (cerulean: the product binary only, pause, test-app) into bin/images
 	@go run ./hack/images -out $(BIN)/images -ldflags '$(LDFLAGS)'
 
+.PHONY: engines
+engines: ## Install the cloud's data-plane engines (PostgreSQL 15, Redis 7) from Debian (first run only)
+	@hack/install-engines.sh
+
 .PHONY: up
-up: build control-plane $(NODE_DEPS) ## Run the whole system on this machine (state in DATA_DIR=.cerulean; flags in UP_FLAGS, e.g. UP_FLAGS="--clusters 3")
-	$(BIN)/cerulean up --data-dir $(DATA_DIR) $(UP_FLAGS)
+up: build control-plane $(NODE_DEPS) azurite engines ## Run the whole system on this machine (state in DATA_DIR=.cerulean; flags in UP_FLAGS, e.g. UP_FLAGS="--clusters 3")
+	$(BIN)/cerulean-local up --data-dir $(DATA_DIR) $(UP_FLAGS)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables from Debian; Debian's Node.js unpacked; first run only)
+test-deps: ## Install what the tests run besides Go (Azure CLI, curl, Node.js, ip, iptables, PostgreSQL, Redis from Debian; Debian's Node.js unpacked; first run only)
 	hack/install-test-deps.sh
 	hack/install-debian-node.sh
+	hack/install-azurite.sh
+	hack/install-engines.sh
+
+.PHONY: azurite
+azurite: ## Install Azurite (pinned in hack/azurite) on Debian's Node.js into bin/azurite, the local cloud's storage engine (first run only)
+	@hack/install-azurite.sh
 
 .PHONY: test
 test: build tools $(NODE_DEPS) test-deps check-generated lint ## Unit, integration and end-to-end tests, generated-files check and lint
@@ -83,7 +94,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (make test runs only their seed
 
 .PHONY: cloud
 cloud: build ## Run the local cloud alone (state in DATA_DIR/cloud)
-	$(BIN)/cerulean cloud --data-dir $(DATA_DIR)/cloud
+	$(BIN)/cerulean-local cloud --data-dir $(DATA_DIR)/cloud
 
 .PHONY: bench-tools
 bench-tools: ## Build the benchmark's baseline peers into bin/ (Azure Service Operator v2, the upstream workload identity webhook; first run only)
@@ -94,5 +105,5 @@ bench: build tools bench-tools ## Run the benchmarks and write docs/benchmarks.m
 	go run ./hack/bench -out docs/benchmarks.md
 
 .PHONY: clean
-clean: ## Remove bin/cerulean and the default data directory (keeps the built tools)
-	rm -rf $(BIN)/cerulean $(DATA_DIR)
+clean: ## Remove bin/cerulean, bin/cerulean-local and the default data directory (keeps the built tools)
+	rm -rf $(BIN)/cerulean $(BIN)/cerulean-local $(DATA_DIR)

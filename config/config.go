@@ -1,5 +1,5 @@
 // Package config embeds the generated manifests the binary installs itself (the CRDs, under
-// `cerulean up`).
+// `cerulean-local up`).
 package config
 
 import "embed"

@@ -11,7 +11,7 @@ fail() {
 }
 
 if [ "$(id -u)" -ne 0 ]; then
-	fail "the local node needs root (it creates a bridge, iptables rules, mounts and cgroups); run as root, or use \`cerulean up --no-node\`"
+	fail "the local node needs root (it creates a bridge, iptables rules, mounts and cgroups); run as root, or use \`cerulean-local up --no-node\`"
 fi
 
 missing=()

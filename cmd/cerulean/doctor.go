@@ -20,7 +20,7 @@ func newDoctorCommand() *cobra.Command {
 		Long: "Checks the pod's label, its service account's annotations, the webhook's mutation, the\n" +
 			"cluster's issuer, the managed identity and its federated credentials, a real token exchange\n" +
 			"and, with --scope, the identity's role assignments there. Each failing step says how to fix it.\n" +
-			"Reads KUBECONFIG and the AZURE_* variables that `cerulean cloud env` prints.\n" +
+			"Reads KUBECONFIG and the AZURE_* variables that `cerulean-local cloud env` prints.\n" +
 			"Exit code 0: every step passed; 1: a step failed; 2: something could not be checked.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

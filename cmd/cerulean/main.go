@@ -1,32 +1,17 @@
-// Command cerulean is the single binary of Cerulean; each subcommand lives in its own file.
+// Command cerulean is the product: what runs in a cluster (manager, node-agent, csi-provider) and
+// what a user runs against Azure (rollout, doctor). It links nothing of the local environment
+// (local cloud, control planes, node), which is cmd/cerulean-local; deps_test.go keeps it so.
+// Each subcommand lives in its own file.
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
+
+	"github.com/cerulean/cerulean/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		code := 1
-		var ec interface{ ExitCode() int }
-		if errors.As(err, &ec) {
-			code = ec.ExitCode()
-		}
-		if errors.Unwrap(err) != nil || ec == nil {
-			fmt.Fprintln(os.Stderr, "error:", err)
-		}
-		stop()
-		os.Exit(code)
-	}
+	cli.Main(newRootCommand())
 }
 
 func newRootCommand() *cobra.Command {
@@ -36,6 +21,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newUpCommand(), newCloudCommand(), newManagerCommand(), newCSIProviderCommand(), newNodeAgentCommand(), newDoctorCommand(), newRolloutCommand())
+	root.AddCommand(cli.NewVersionCommand("cerulean"), newManagerCommand(), newCSIProviderCommand(), newNodeAgentCommand(), newDoctorCommand(), newRolloutCommand())
 	return root
 }

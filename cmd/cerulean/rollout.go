@@ -22,7 +22,7 @@ func newRolloutCommand() *cobra.Command {
 			"the shared Key Vault, install or upgrade the app's chart with the identity's client id, and verify\n" +
 			"that the service account's token reads the vault. Each step checks before it acts: a re-run\n" +
 			"resumes after a failure and changes nothing already done. Reads the AZURE_* variables that\n" +
-			"`cerulean cloud env` prints. Exit code 1 when a cluster failed. See docs/rollout.md.",
+			"`cerulean-local cloud env` prints. Exit code 1 when a cluster failed. See docs/rollout.md.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return rollout.RunCLI(cmd.Context(), rollout.CLIOptions{

@@ -166,7 +166,7 @@ func applyObject(ctx context.Context, me *managerEnv, u *unstructured.Unstructur
 }
 
 // start runs ASO's controller as its own process: the bootstrap principal's credentials and the
-// proxy settings in the environment, exactly what `cerulean cloud env --proxy` prints.
+// proxy settings in the environment, exactly what `cerulean-local cloud env --proxy` prints.
 func (s *asoState) start(ctx context.Context, ns string) (*managerProcess, error) {
 	if err := ensureNamespace(ctx, s.me, "azureserviceoperator-system"); err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (s *asoState) start(ctx context.Context, ns string) (*managerProcess, error
 	return p, nil
 }
 
-// proxyEnv is what `cerulean cloud env --proxy` prints, unquoted for a process's environment:
+// proxyEnv is what `cerulean-local cloud env --proxy` prints, unquoted for a process's environment:
 // the proxy, the cloud's CA as the only trust, and the bootstrap principal (Owner of the
 // subscription). No endpoint, authority host or instance-discovery setting: ASO's public-cloud
 // defaults reach login.microsoftonline.com and management.azure.com through the proxy.

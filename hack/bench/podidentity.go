@@ -28,9 +28,9 @@ import (
 	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/nodeagent"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 )
 
 func init() {

@@ -13,7 +13,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
-// envOf is what `cerulean cloud env` exports, as a getenv function.
+// envOf is what `cerulean-local cloud env` exports, as a getenv function.
 func envOf(t *testing.T, c *cloud.Cloud) func(string) string {
 	t.Helper()
 	vars := map[string]string{}

@@ -44,12 +44,21 @@ func (c *Cloud) startARM(ctx context.Context, opts Options, boot bootstrap) erro
 	managedidentity.Register(c.arm, c.entra.Directory)
 	authorization.Register(c.arm, c.entra.Directory)
 	compute.Register(c.arm, c.entra.Directory)
-	storage.Register(c.arm, c.settings.URL)
+	storageProvider := storage.Register(c.arm, c.settings.URL)
 	containerservice.Register(c.arm)
+	if err := c.registerEngines(opts); err != nil {
+		return err
+	}
 	if err := c.startKeyVault(ctx, opts); err != nil {
 		return err
 	}
-	return c.arm.Start(ctx)
+	if err := c.startStorage(ctx, opts, storageProvider); err != nil {
+		return err
+	}
+	if err := c.arm.Start(ctx); err != nil {
+		return err
+	}
+	return c.startEngines(ctx)
 }
 
 // withARM sends ARM's paths (/subscriptions/..., /providers/...) to ARM and the rest to next.

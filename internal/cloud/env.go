@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// FormatEnv renders NAME=VALUE lines as the shell exports `cerulean cloud env` prints.
+// FormatEnv renders NAME=VALUE lines as the shell exports `cerulean-local cloud env` prints.
 func FormatEnv(lines []string) string {
 	var b strings.Builder
 	for _, l := range lines {
@@ -24,7 +24,7 @@ func FormatEnv(lines []string) string {
 func ReadEnv(dataDir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dataDir, EnvFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("no cloud has started with data dir %s (run `cerulean cloud --data-dir %s` first): %w", dataDir, dataDir, err)
+		return "", fmt.Errorf("no cloud has started with data dir %s (run `cerulean-local cloud --data-dir %s` first): %w", dataDir, dataDir, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("read env: %w", err)

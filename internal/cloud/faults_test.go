@@ -311,7 +311,7 @@ func TestFaultLRO(t *testing.T) {
 	}
 }
 
-// TestFaultsFromFile: a YAML file (what `cerulean cloud --faults FILE` loads) configures the
+// TestFaultsFromFile: a YAML file (what `cerulean-local cloud --faults FILE` loads) configures the
 // cloud from its start; a bad file or configuration is refused naming the problem.
 func TestFaultsFromFile(t *testing.T) {
 	dir := t.TempDir()

@@ -19,7 +19,7 @@ import (
 )
 
 // jsFiles are copied from testdata/js into the test's working directory.
-var jsFiles = []string{"package.json", "package-lock.json", "token.mjs", "scenario.mjs"}
+var jsFiles = []string{"package.json", "package-lock.json", "token.mjs", "scenario.mjs", "keys.mjs"}
 
 // installJS copies testdata/js to a temporary directory and installs the packages pinned in its
 // package-lock.json there. node and npm come with the machine (`make test-deps` installs them
@@ -84,6 +84,7 @@ func runNode(t *testing.T, node nodeRuntime, work, script string, c *cloud.Cloud
 func TestJavaScriptSDK(t *testing.T) {
 	work := installJS(t)
 	t.Run("credentials", func(t *testing.T) { testJSCredentials(t, work) })
+	t.Run("keys", func(t *testing.T) { testJSKeys(t, work) })
 	for _, n := range nodeVersions(t) {
 		t.Run("scenario/"+n.name, func(t *testing.T) {
 			if n.path == "" {

@@ -24,7 +24,7 @@ func (c *Cloud) startMSI(mux *http.ServeMux) error {
 // MSI is the managed-identity endpoints' service, for in-process callers.
 func (c *Cloud) MSI() *msi.Service { return c.msi }
 
-// ComputeEnv returns the NAME=VALUE lines `cerulean cloud env --compute ID` prints: only
+// ComputeEnv returns the NAME=VALUE lines `cerulean-local cloud env --compute ID` prints: only
 // IDENTITY_ENDPOINT, IDENTITY_HEADER and SSL_CERT_FILE, never the bootstrap credentials. It
 // reads the data directory, so it works while the cloud runs.
 func ComputeEnv(dataDir, resourceID string) ([]string, error) {

@@ -18,14 +18,6 @@ import (
 // address picks the certificate and the service by SNI. A pod whose DNS forwards Azure's zones
 // here needs only the cloud's CA: no proxy, no endpoint settings.
 
-// DataPlaneResolver finds the address of a data plane served on an address of its own (a
-// PostgreSQL server, a Redis cache): the engines' part of the cloud gives one to Options.
-type DataPlaneResolver interface {
-	// ResolveDataPlane returns the address host (canonical: lower case, no trailing dot) is
-	// served on, and false when no live resource has that name.
-	ResolveDataPlane(ctx context.Context, host string) (netip.Addr, bool, error)
-}
-
 // names is the state of the DNS server and of the HTTPS front it points at.
 type names struct {
 	mu    sync.Mutex
@@ -70,18 +62,13 @@ func (c *Cloud) ServeDNSOn(addr string) (string, error) {
 	return s.Addr(), nil
 }
 
-// lookupName answers a name of Azure's zones: a data plane's own address, else the HTTPS
-// front's address when the cloud serves the name over HTTPS now; NXDOMAIN otherwise (a deleted
-// vault, a name never created, or no front yet).
+// lookupName answers a name of Azure's zones: a data plane's own address (LookupDataPlane:
+// running PostgreSQL servers and Redis caches), else the HTTPS front's address when the cloud
+// serves the name over HTTPS now; NXDOMAIN otherwise (a deleted vault, a name never created,
+// or no front yet).
 func (c *Cloud) lookupName(ctx context.Context, host string) ([]netip.Addr, error) {
-	if c.dataPlanes != nil {
-		a, ok, err := c.dataPlanes.ResolveDataPlane(ctx, host)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return []netip.Addr{a}, nil
-		}
+	if a, ok := c.LookupDataPlane(host); ok {
+		return []netip.Addr{a}, nil
 	}
 	c.names.mu.Lock()
 	front := c.names.front

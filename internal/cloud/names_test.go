@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -20,14 +19,6 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
-
-// dataPlanes stands in for the engines' resolver: one PostgreSQL server on an address of its own.
-type dataPlanes map[string]netip.Addr
-
-func (d dataPlanes) ResolveDataPlane(_ context.Context, host string) (netip.Addr, bool, error) {
-	a, ok := d[host]
-	return a, ok, nil
-}
 
 // query asks the cloud's DNS server one question and returns the answer.
 func query(t *testing.T, server, name string, qtype uint16) *dns.Msg {
@@ -60,15 +51,11 @@ func wantRcode(t *testing.T, server, name string, rcode int) {
 }
 
 // TestAzureNamesByDNS: the cloud's DNS answers the names it serves with its HTTPS front's
-// address (a data plane's with its own), NXDOMAIN for the rest of Azure's zones and for a vault
+// address (a data plane's with its own: internal/cloud/arm/dataplanes), NXDOMAIN for the rest of Azure's zones and for a vault
 // once deleted, and refuses other zones. The Azure SDK for Go, with public-cloud defaults and
 // only the CA and a resolver pointed at that DNS, reads a secret under the vault's public name.
 func TestAzureNamesByDNS(t *testing.T) {
-	pg := netip.MustParseAddr("127.0.0.9")
-	c := cloudtest.Start(t, cloud.Options{
-		DataDir: t.TempDir(), ProxyAddr: "0", ARM: cloudtest.FastARM(),
-		DataPlanes: dataPlanes{"pg1.postgres.database.azure.com": pg},
-	})
+	c := cloudtest.Start(t, cloud.Options{DataDir: t.TempDir(), ProxyAddr: "0", ARM: cloudtest.FastARM()})
 	front, err := net.Listen("tcp", "127.0.0.1:0") // find a free port for the front
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +72,6 @@ func TestAzureNamesByDNS(t *testing.T) {
 
 	wantA(t, server, "login.microsoftonline.com", "127.0.0.1")
 	wantA(t, server, "Management.Azure.com.", "127.0.0.1")
-	wantA(t, server, "pg1.postgres.database.azure.com", "127.0.0.9")
 	wantRcode(t, server, "pg2.postgres.database.azure.com", dns.RcodeNameError)
 	wantRcode(t, server, "kvnames1.vault.azure.net", dns.RcodeNameError)
 	wantRcode(t, server, "nothing.blob.core.windows.net", dns.RcodeNameError)

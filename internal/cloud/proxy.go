@@ -13,6 +13,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/proxy"
+	"github.com/cerulean/cerulean/internal/cloud/storage"
 	"github.com/cerulean/cerulean/internal/fsutil"
 	"github.com/cerulean/cerulean/internal/shellenv"
 )
@@ -20,11 +21,11 @@ import (
 // The forward proxy for Azure's public names (issue 17). Kept apart from server.go so each part
 // of the cloud owns its file.
 
-// DefaultProxyAddr is where `cerulean cloud` and `cerulean up` run the proxy unless told.
+// DefaultProxyAddr is where `cerulean-local cloud` and `cerulean-local up` run the proxy unless told.
 const DefaultProxyAddr = "127.0.0.1:8444"
 
 // ProxyEnvFile holds the exports of a client that reaches the cloud through the proxy with its
-// default settings (`cerulean cloud env --proxy`); written before EnvFile, removed at start.
+// default settings (`cerulean-local cloud env --proxy`); written before EnvFile, removed at start.
 const ProxyEnvFile = "proxy.env"
 
 // NoProxy is the NO_PROXY a proxy client gets: loopback, where the cloud's own origins, the
@@ -65,6 +66,13 @@ func (c *Cloud) routePublic(ctx context.Context, host string) (http.Handler, err
 	switch {
 	case azurenames.IsEntra(host), azurenames.IsManagement(host):
 		return c.srv.Handler, nil
+	}
+	if _, _, ok := storage.ParseHost(host); ok {
+		h, err := c.storage.Handler(ctx, host)
+		if errors.Is(err, storage.ErrAccountNotFound) {
+			return nil, fmt.Errorf("no storage account for %s: %w", host, proxy.ErrNotServed)
+		}
+		return h, err
 	}
 	name, ok := azurenames.VaultName(host)
 	if !ok {
@@ -121,7 +129,7 @@ func (c *Cloud) ProxyEnv() []string {
 func ReadProxyEnv(dataDir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dataDir, ProxyEnvFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("no cloud with a proxy has started with data dir %s (run `cerulean cloud --data-dir %s`; --proxy-addr must not be empty): %w", dataDir, dataDir, err)
+		return "", fmt.Errorf("no cloud with a proxy has started with data dir %s (run `cerulean-local cloud --data-dir %s`; --proxy-addr must not be empty): %w", dataDir, dataDir, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("read proxy env: %w", err)

@@ -30,7 +30,7 @@ func startProxied(t *testing.T) *env {
 	return e
 }
 
-// proxyEnv is the environment of a client that knows nothing but what `cerulean cloud env
+// proxyEnv is the environment of a client that knows nothing but what `cerulean-local cloud env
 // --proxy` prints (and PATH and HOME): no AZURE_* or proxy setting of the caller leaks in.
 func proxyEnv(t *testing.T, c *cloud.Cloud) []string {
 	t.Helper()

@@ -30,6 +30,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/pki"
 	"github.com/cerulean/cerulean/internal/cloud/proxy"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/cloud/storage"
 	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/fsutil"
 	"github.com/cerulean/cerulean/internal/shellenv"
@@ -51,12 +52,12 @@ type Options struct {
 	Faults         *faults.Config   // fault rules active from the start; the admin API changes them
 	RequestLogSize int              // requests the log keeps; 0 = reqlog.DefaultSize
 	// ProxyAddr is where the forward proxy for Azure's public names listens ("0" or a port
-	// 0 picks a free loopback port); empty runs no proxy. `cerulean cloud` defaults to
+	// 0 picks a free loopback port); empty runs no proxy. `cerulean-local cloud` defaults to
 	// DefaultProxyAddr.
 	ProxyAddr string
-	// DataPlanes resolves the names of data planes on addresses of their own for the cloud's
-	// DNS (names.go); nil: none.
-	DataPlanes DataPlaneResolver
+	// AzuriteDir is the Azurite install the storage data planes run (hack/install-azurite.sh);
+	// empty finds bin/azurite (storage.DefaultAzuriteDir).
+	AzuriteDir string
 }
 
 // Settings are what a client needs to use the cloud.
@@ -100,20 +101,22 @@ type Cloud struct {
 	arm      *arm.Service
 	msi      *msi.Service
 	keyVault *keyVaultParts
+	storage  *storage.Service
+	azurite  *storage.Azurite
+	engines  *dataPlanes
 	srv      *http.Server
 	// handler serves Entra ID, ARM, the managed-identity endpoints and the admin API: what the
 	// main listener serves, and what any other front for those services (a forward proxy) must
 	// serve too, so that it keeps httpx.CompleteBody and the request log.
-	handler    http.Handler
-	proxy      *proxy.Proxy
-	names      names // DNS for Azure's names and the HTTPS front (names.go)
-	dataPlanes DataPlaneResolver
-	inflight   httpx.InFlight
-	served     chan error
-	log        *slog.Logger
-	faults     *faults.Injector
-	requests   *reqlog.Log
-	now        func() time.Time
+	handler  http.Handler
+	proxy    *proxy.Proxy
+	names    names // DNS for Azure's names and the HTTPS front (names.go)
+	inflight httpx.InFlight
+	served   chan error
+	log      *slog.Logger
+	faults   *faults.Injector
+	requests *reqlog.Log
+	now      func() time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -168,6 +171,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 			}
 			c.closeARM()
 			_ = c.closeKeyVault()
+			_ = c.closeStorage()
 		}
 		if ln != nil {
 			_ = ln.Close()
@@ -183,7 +187,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger, dataPlanes: opts.DataPlanes}
+	c = &Cloud{pki: certs, store: st, served: make(chan error, 1), log: opts.Logger}
 	if err := c.startFaults(opts); err != nil {
 		return nil, err
 	}
@@ -277,7 +281,7 @@ func (c *Cloud) Entra() *entra.Service { return c.entra }
 // Store is the cloud's state, for services added in later parts.
 func (c *Cloud) Store() *store.Store { return c.store }
 
-// Env returns the NAME=VALUE lines `cerulean cloud env` prints (without "export "). Values are
+// Env returns the NAME=VALUE lines `cerulean-local cloud env` prints (without "export "). Values are
 // quoted for a POSIX shell where needed.
 func (c *Cloud) Env() []string {
 	s := c.settings
@@ -333,7 +337,9 @@ func (c *Cloud) Close() error {
 		err := errors.Join(c.closeNames(), c.closeProxy())
 		err = errors.Join(err, httpx.Shutdown(ctx, c.srv, &c.inflight))
 		c.closeARM()
+		err = errors.Join(err, c.closeEngines())
 		err = errors.Join(err, c.closeKeyVault())
+		err = errors.Join(err, c.closeStorage())
 		if serr := <-c.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}

@@ -240,8 +240,9 @@ func TestMountObjectOptions(t *testing.T) {
 		code          codes.Code
 		parts         []string
 	}{
-		{"key", objects("objectName: signing\nobjectType: key"), codes.InvalidArgument, []string{`key "signing"`, "not served"}},
-		{"cert", objects("objectName: tls\nobjectType: cert"), codes.InvalidArgument, []string{`cert "tls"`}},
+		// Secrets User reads no key or certificate: Key Vault's 403, naming the object.
+		{"key", objects("objectName: signing\nobjectType: key"), codes.PermissionDenied, []string{`key "signing"`, "403"}},
+		{"cert", objects("objectName: tls\nobjectType: cert"), codes.PermissionDenied, []string{`cert "tls"`, "403"}},
 		{"bad encoding value", objects("objectName: plain\nobjectEncoding: base64"), codes.FailedPrecondition, []string{`secret "plain"`, "not base64"}},
 		{"bad objects", "array:\n  - |\n    objectType: secret\n", codes.InvalidArgument, []string{"objectName is not set"}},
 	} {

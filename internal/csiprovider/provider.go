@@ -22,6 +22,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azcertificates"
+	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azkeys"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
@@ -63,7 +65,7 @@ type Options struct {
 	// class selects (userAssignedIdentityID: a client id, an identity's resource id, or empty
 	// for the node's system-assigned or only identity). Nil: azidentity's
 	// ManagedIdentityCredential, which finds the node's endpoint as the SDK does (IMDS on an
-	// Azure VM, or IDENTITY_ENDPOINT / IDENTITY_HEADER). `cerulean up` gives its node's scale set here.
+	// Azure VM, or IDENTITY_ENDPOINT / IDENTITY_HEADER). `cerulean-local up` gives its node's scale set here.
 	ManagedIdentity func(userAssignedIdentityID string) (azcore.TokenCredential, error)
 	// CacheTTL is how long an unpinned object (the latest version) is served from the cache
 	// before it is fetched again; the staleness bound. 0 turns the cache off: every mount
@@ -94,6 +96,8 @@ type Provider struct {
 
 type vaultClient struct {
 	client *azsecrets.Client
+	keys   *azkeys.Client
+	certs  *azcertificates.Client
 	cred   *staticToken
 }
 
@@ -255,7 +259,15 @@ func (p *Provider) client(pr proof, uri string) (*vaultClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create Key Vault client: %w", err)
 	}
-	vc := &vaultClient{client: c, cred: cred}
+	kc, err := azkeys.NewClient(uri, cred, &azkeys.ClientOptions{ClientOptions: opts.ClientOptions, DisableChallengeResourceVerification: opts.DisableChallengeResourceVerification})
+	if err != nil {
+		return nil, fmt.Errorf("create Key Vault client: %w", err)
+	}
+	cc, err := azcertificates.NewClient(uri, cred, &azcertificates.ClientOptions{ClientOptions: opts.ClientOptions, DisableChallengeResourceVerification: opts.DisableChallengeResourceVerification})
+	if err != nil {
+		return nil, fmt.Errorf("create Key Vault client: %w", err)
+	}
+	vc := &vaultClient{client: c, keys: kc, certs: cc, cred: cred}
 	p.clients[key] = vc
 	return vc, nil
 }
@@ -269,15 +281,12 @@ type fetched struct {
 // object returns the object's versions (one, or objectVersionHistory of them), from the cache
 // when an entry of this identity is fresh.
 func (p *Provider) object(ctx context.Context, vc *vaultClient, identity, uri, vault string, o Object) ([]fetched, error) {
-	if o.ObjectType != TypeSecret {
-		return nil, fmt.Errorf("%w: %s in vault %q: objectType %s is not served by this provider yet (only secrets, and certificates stored as secrets)", ErrUnsupported, o, vault, o.ObjectType)
-	}
 	key := strings.Join([]string{identity, uri, o.ObjectType, o.ObjectName, o.ObjectVersion, strconv.Itoa(int(o.ObjectVersionHistory)), o.ObjectFormat}, "\x00")
 	fetch := func() ([]fetched, error) {
 		if o.ObjectVersionHistory > 1 {
 			return p.history(ctx, vc, vault, o)
 		}
-		f, err := p.secret(ctx, vc, vault, o, o.ObjectVersion)
+		f, err := p.fetchVersion(ctx, vc, vault, o, o.ObjectVersion)
 		if err != nil {
 			return nil, err
 		}
@@ -322,21 +331,13 @@ func (p *Provider) history(ctx context.Context, vc *vaultClient, vault string, o
 		created time.Time
 	}
 	var vers []ver
-	pager := vc.client.NewListSecretPropertiesVersionsPager(o.ObjectName, nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, kvError(err, o, vault)
-		}
-		for _, s := range page.Value {
-			if s.ID == nil || s.Attributes == nil || (s.Attributes.Enabled != nil && !*s.Attributes.Enabled) {
-				continue
-			}
-			var created time.Time
-			if s.Attributes.Created != nil {
-				created = *s.Attributes.Created
-			}
-			vers = append(vers, ver{id: s.ID.Version(), created: created})
+	list, err := p.versions(ctx, vc, o)
+	if err != nil {
+		return nil, kvError(err, o, vault)
+	}
+	for _, s := range list {
+		if s.enabled {
+			vers = append(vers, ver{id: s.id, created: s.created})
 		}
 	}
 	if len(vers) == 0 {
@@ -348,7 +349,7 @@ func (p *Provider) history(ctx context.Context, vc *vaultClient, vault string, o
 	}
 	out := make([]fetched, len(vers))
 	for i, v := range vers {
-		f, err := p.secret(ctx, vc, vault, o, v.id)
+		f, err := p.fetchVersion(ctx, vc, vault, o, v.id)
 		if err != nil {
 			return nil, err
 		}

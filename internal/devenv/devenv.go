@@ -1,5 +1,5 @@
 // Package devenv runs a real local Kubernetes control plane (etcd, kube-apiserver and
-// kube-controller-manager built from source into bin/) as child processes. `cerulean up` and the
+// kube-controller-manager built from source into bin/) as child processes. `cerulean-local up` and the
 // integration tests share it.
 package devenv
 
@@ -246,7 +246,7 @@ func lockDataDir(dataDir string) (*os.File, error) {
 }
 
 // DefaultBinDir finds bin/: $CERULEAN_BIN_DIR, else the directory of the running executable when
-// it holds kube-apiserver (bin/cerulean), else bin/ of the enclosing Go module (tests).
+// it holds kube-apiserver (bin/cerulean-local), else bin/ of the enclosing Go module (tests).
 func DefaultBinDir() (string, error) {
 	if d := os.Getenv("CERULEAN_BIN_DIR"); d != "" {
 		return filepath.Abs(d)

@@ -142,7 +142,7 @@ func (p ports) checkFree() error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("%w: 127.0.0.1:%d (%s) is taken by another process; stop it (is another `cerulean up` running on this data directory?) or use another data directory", ErrPortInUse, np.port, np.name)
+				return fmt.Errorf("%w: 127.0.0.1:%d (%s) is taken by another process; stop it (is another `cerulean-local up` running on this data directory?) or use another data directory", ErrPortInUse, np.port, np.name)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -412,7 +412,7 @@ func TestCommandExitCodes(t *testing.T) {
 		}
 		return vars[k]
 	}
-	if code, out := run("pod/shop", noAzure); code != 2 || !strings.Contains(out, "cerulean cloud env") {
+	if code, out := run("pod/shop", noAzure); code != 2 || !strings.Contains(out, "cerulean-local cloud env") {
 		t.Errorf("without the cloud's variables: exit %d, want 2\n%s", code, out)
 	}
 	e.putFIC("shop-app", "system:serviceaccount:"+e.ns+":nobody", wi.DefaultAudience)

@@ -53,7 +53,7 @@ type Options struct {
 var ErrUsage = errors.New("usage")
 
 // OptionsFromEnv reads KUBECONFIG (with kubectl's defaults), the AZURE_* variables and
-// SSL_CERT_FILE that `cerulean cloud env` prints, and CERULEAN_OIDC_ISSUER.
+// SSL_CERT_FILE that `cerulean-local cloud env` prints, and CERULEAN_OIDC_ISSUER.
 func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if k := getenv("KUBECONFIG"); k != "" {
@@ -215,7 +215,7 @@ func (c *checker) mutation(ctx context.Context) {
 			c.add(Step{Name: StepMutation, Status: Error, Detail: "cannot list mutating webhook configurations: " + err.Error()})
 		case !registered:
 			c.add(Step{Name: StepMutation, Status: Fail, Detail: "no mutating webhook serves " + wi.Path + ": new pods will not be mutated",
-				Fix: "run `cerulean manager` (or install the chart); under `cerulean up` it registers itself"})
+				Fix: "run `cerulean manager` (or install the chart); under `cerulean-local up` it registers itself"})
 		default:
 			c.add(Step{Name: StepMutation, Status: Pass, Detail: "a workload identity webhook is registered for new pods"})
 		}
@@ -369,7 +369,7 @@ func (c *checker) azureIdentity(ctx context.Context) {
 	}
 	if err != nil || c.opts.Azure.SubscriptionID == "" {
 		c.add(Step{Name: StepIdentity, Status: Error, Detail: fmt.Sprintf("no Azure access to look up client id %s: %v", c.clientID, orErr(err, "AZURE_SUBSCRIPTION_ID is not set")),
-			Fix: "set the AZURE_* variables (eval \"$(cerulean cloud env)\", or source DIR/env of cerulean up)"})
+			Fix: "set the AZURE_* variables (eval \"$(cerulean-local cloud env)\", or source DIR/env of cerulean-local up)"})
 		return
 	}
 	c.cred = cred

@@ -16,8 +16,10 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,6 +27,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	secretsstorev1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 
@@ -98,6 +101,9 @@ type Options struct {
 	// identities are put on nodes' VMs and scale sets through ARM), "managed" (no ARM writes)
 	// or "off".
 	PodIdentity string
+	// RateLimiter, when set, backs off failing ARM resources instead of the default (per
+	// object, 1s doubling to 5m); tests observe it.
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -215,7 +221,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := Setup(ctx, mgr, SetupOptions{Azure: opts.Azure, ARM: armOpts, KeyVault: kvOpts, ExportKeyVault: opts.ExportKeyVault,
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
 		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
-		GlobalCredential: opts.GlobalCredential}); err != nil {
+		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -239,7 +245,7 @@ type SetupOptions struct {
 	SyncPeriod     time.Duration
 	PollInterval   time.Duration
 	// TokenSource is the manager's service-account token for workload-identity credentials
-	// (under `cerulean up`, from the TokenRequest API); nil means AZURE_FEDERATED_TOKEN_FILE.
+	// (under `cerulean-local up`, from the TokenRequest API); nil means AZURE_FEDERATED_TOKEN_FILE.
 	TokenSource func(context.Context) (string, error)
 	// PodIdentity is the assignment controller's mode (Options.PodIdentity).
 	PodIdentity string
@@ -250,6 +256,8 @@ type SetupOptions struct {
 	IdentityURL        string
 	Clock              func() time.Time
 	ControlPlaneResync time.Duration
+	// RateLimiter backs off failing ARM resources (Options.RateLimiter).
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 // Setup adds a reconciler of every kind to mgr.
@@ -270,7 +278,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 			Kind: k, Credentials: creds, ARM: opts.ARM, Exports: writer,
 			KeyVault: kv, ExportKeyVault: opts.ExportKeyVault,
 			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
-			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval,
+			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, RateLimiter: opts.RateLimiter,
 		})
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)
@@ -278,6 +286,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 	}
 	if err := setupControlPlaneIdentities(ctx, mgr, opts, creds); err != nil {
 		return err
+	}
+	// Credential Secrets stay while the objects that authenticate with them live.
+	guarded := []schema.GroupVersionKind{ceruleanv1alpha1.GroupVersion.WithKind("ControlPlaneIdentities")}
+	for _, k := range armresource.Kinds() {
+		guarded = append(guarded, k.GVK)
+	}
+	if err := credentials.SetupGuard(mgr, guarded); err != nil {
+		return fmt.Errorf("set up credential guard: %w", err)
 	}
 	return setupPodIdentity(ctx, mgr, opts, creds)
 }

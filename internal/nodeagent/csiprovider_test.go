@@ -24,11 +24,11 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/csiprovider"
 	"github.com/cerulean/cerulean/internal/csiprovider/csiprovidertest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 )
 
 // The Key Vault provider's usePodIdentity, against the real node agent: the provider, a host

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 )
 
 // An agent told to keep its rules leaves its DNAT when it stops, so that pods' IMDS requests

@@ -17,8 +17,8 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 )
 
 // `cerulean node-agent` as a process: its flags reach the agent, it serves, refuses a caller

@@ -34,9 +34,9 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 )
 
 // staticToken is a credential that hands out one access token: what an app does with the token

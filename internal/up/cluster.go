@@ -7,7 +7,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 
 	"github.com/cerulean/cerulean/internal/cloud"
-	"github.com/cerulean/cerulean/internal/devenv/fleet"
+	"github.com/cerulean/cerulean/internal/rollout/fleet"
 )
 
 // The local cluster's place in the local cloud.

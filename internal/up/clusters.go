@@ -16,9 +16,9 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/devenv"
-	"github.com/cerulean/cerulean/internal/devenv/fleet"
 	"github.com/cerulean/cerulean/internal/rollout"
 	"github.com/cerulean/cerulean/internal/rollout/examplechart"
+	"github.com/cerulean/cerulean/internal/rollout/fleet"
 )
 
 // MaxClusters bounds Options.Clusters. Each cluster beyond the first is a real control plane of

@@ -78,7 +78,7 @@ func startNode(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, op
 	}
 	archives, err := filepath.Glob(filepath.Join(binDir, "images", "*.tar"))
 	if err != nil || len(archives) == 0 {
-		return nil, "", fmt.Errorf("start node: no images in %s: run `make images` (or `cerulean up --no-node`)", filepath.Join(binDir, "images"))
+		return nil, "", fmt.Errorf("start node: no images in %s: run `make images` (or `cerulean-local up --no-node`)", filepath.Join(binDir, "images"))
 	}
 	node, err := cp.StartNode(ctx, devenv.NodeOptions{ProviderID: providerID, Images: archives, LockWait: opts.NodeWait, Progress: opts.Out})
 	return node, providerID, err

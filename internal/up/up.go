@@ -48,7 +48,7 @@ type Options struct {
 const EnvFileName = "env"
 
 // ProxyEnvFileName holds what a client that keeps Azure's public names needs (the cloud's
-// proxy, its CA, the bootstrap principal), as `cerulean cloud env --proxy` prints it.
+// proxy, its CA, the bootstrap principal), as `cerulean-local cloud env --proxy` prints it.
 const ProxyEnvFileName = "proxy.env"
 
 // PodEnvFileName holds, with the local node, what a pod needs to reach the cloud under Azure's

@@ -32,7 +32,7 @@ import (
 const controlPlaneSample = "../../config/samples/control-plane-identities/hcp.yaml"
 
 // controlPlaneOnTheNode is the control-plane flow of docs/control-plane-identities.md under
-// `cerulean up` with the local node, as a user runs it (by TestWorkloadIdentityFromManifestsUnderUp
+// `cerulean-local up` with the local node, as a user runs it (by TestWorkloadIdentityFromManifestsUnderUp
 // while the kubelet's token refresh is awaited): the sample applied to a namespace of its own
 // with the manager's principal id (the bootstrap principal's object id) filled in; the nodes'
 // identity of the sample assigned to the node's scale set (the node's providerID), as a user

@@ -24,7 +24,7 @@ import (
 	cerup "github.com/cerulean/cerulean/internal/up"
 )
 
-// `cerulean up --clusters 3`, then `cerulean rollout -f DIR/rollout.yaml` with DIR/env as the
+// `cerulean-local up --clusters 3`, then `cerulean rollout -f DIR/rollout.yaml` with DIR/env as the
 // environment, as docs/rollout.md tells a user: up prints each cluster's ARM id and kubeconfig,
 // each cluster is bound in the local cloud to its own control plane's issuer, and the example
 // rollout up wrote converges all three (verify reads the vault secret with each cluster's own

@@ -1,4 +1,4 @@
-// Package e2e tests the whole system through `bin/cerulean up`, as a user runs it.
+// Package e2e tests the whole system through `bin/cerulean-local up`, as a user runs it.
 package e2e
 
 import (
@@ -190,7 +190,7 @@ func TestUpRefusesASecondInstance(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, dir, "--no-node")
 	waitForEnv(t, up, dir)
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0").CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean-local"), "up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "in use") {
 		t.Errorf("second up on the same directory: err=%v output=%q, want an 'in use' error", err, out)
 	}
@@ -204,13 +204,13 @@ type upProcess struct {
 	err    error         // up's exit status, valid once done is closed
 }
 
-// startUp runs `cerulean up` on dir with a free cloud port; as root it runs the local node too,
+// startUp runs `cerulean-local up` on dir with a free cloud port; as root it runs the local node too,
 // waiting for another test package's node to stop (one node runs on a machine at a time).
 func startUp(t *testing.T, dir string, args ...string) *upProcess {
 	t.Helper()
 	p := &upProcess{output: &bytes.Buffer{}, done: make(chan struct{})}
 	args = append([]string{"up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0", "--node-wait", "20m"}, args...)
-	p.cmd = exec.Command(binary(t, "cerulean"), args...)
+	p.cmd = exec.Command(binary(t, "cerulean-local"), args...)
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
 	if err := p.cmd.Start(); err != nil {
@@ -232,7 +232,7 @@ func startUp(t *testing.T, dir string, args ...string) *upProcess {
 			removeAgentTable()
 		}
 		if t.Failed() {
-			t.Logf("cerulean up output:\n%s", p.output)
+			t.Logf("cerulean-local up output:\n%s", p.output)
 			if b, err := os.ReadFile(filepath.Join(dir, "logs", "cloud.log")); err == nil {
 				t.Logf("the local cloud's log:\n%s", b)
 			}
@@ -398,7 +398,7 @@ func TestUpNamesATakenCloudPort(t *testing.T) {
 	}
 	defer l.Close()
 	dir := t.TempDir()
-	out, err := exec.Command(binary(t, "cerulean"), "up", "--no-node", "--data-dir", dir, "--cloud-addr", l.Addr().String(), "--proxy-addr", "0").CombinedOutput()
+	out, err := exec.Command(binary(t, "cerulean-local"), "up", "--no-node", "--data-dir", dir, "--cloud-addr", l.Addr().String(), "--proxy-addr", "0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), l.Addr().String()) || !strings.Contains(string(out), "--cloud-addr") {
 		t.Errorf("up with its cloud port taken: err=%v output=%q, want an error naming the address and --cloud-addr", err, out)
 	}

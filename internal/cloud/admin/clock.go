@@ -10,7 +10,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 )
 
-// The cloud's clock, for tests that drive a cloud running as a process (as `cerulean up` runs
+// The cloud's clock, for tests that drive a cloud running as a process (as `cerulean-local up` runs
 // it) past a token's expiry: it only moves forward, so nothing issued appears to come from the
 // future. Same gate as the rest of the API.
 

@@ -118,6 +118,7 @@ type Service struct {
 	throttle *throttle
 	ops      operations
 	onDelete map[string]func(tx *store.Tx, r Resource) error
+	runners  map[string]Runner
 }
 
 // New returns the service; providers register their types and routes on it before it serves.
@@ -140,6 +141,7 @@ func New(o Options) *Service {
 		types: map[string]Type{}, routes: map[string]Route{},
 		throttle: newThrottle(o.Config.Limits, o.Clock),
 		onDelete: map[string]func(*store.Tx, Resource) error{},
+		runners:  map[string]Runner{},
 	}
 	s.ops.init()
 	s.registerOperations()

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-
-	"github.com/cerulean/cerulean/internal/cloud/httpx"
 )
 
 // Decode reads the request body (at most the configured cap) and decodes it as one JSON object
@@ -15,11 +13,9 @@ import (
 // empty body, anything after the object or a body over the cap is 400. Handlers decode before
 // they write, so a bad body writes nothing.
 func (r *Request) Decode(v any) error {
-	body, err := httpx.ReadBody(r.HTTP, r.svc.o.Config.MaxBody)
-	if errors.Is(err, httpx.ErrTooLarge) {
-		return Errorf(http.StatusBadRequest, "RequestContentTooLarge", "The request content size exceeds the maximum size of %d bytes.", r.svc.o.Config.MaxBody)
-	} else if err != nil {
-		return Errorf(http.StatusBadRequest, "InvalidRequestContent", "The request content could not be read.")
+	body, err := r.body()
+	if err != nil {
+		return err
 	}
 	return DecodeJSON(body, v)
 }

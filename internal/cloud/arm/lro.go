@@ -180,7 +180,38 @@ func (s *Service) run(ctx context.Context, op Operation) error {
 			return s.DeleteTx(tx, res)
 		})
 	}
+	if fn, ok := s.runners[op.Kind]; ok {
+		id, err := armid.Parse(op.Target)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, id)
+	}
 	return fmt.Errorf("run operation: unknown kind %q", op.Kind)
+}
+
+// Runner does the work of a provider's long-running operation on target. It must be
+// idempotent: an operation a stop or crash interrupted runs again at the next Start. An *Error
+// it returns is the operation's error as pollers see it.
+type Runner func(ctx context.Context, target armid.ID) error
+
+// RegisterOperation adds a provider's kind of long-running operation (before Start).
+func (s *Service) RegisterOperation(kind string, run Runner) { s.runners[kind] = run }
+
+// NewOperationTx stores an in-progress operation of kind on target in tx, the transaction of
+// the change that starts it; Launch it once that transaction committed.
+func (s *Service) NewOperationTx(tx *store.Tx, r *Request, kind, target string) (Operation, error) {
+	op := Operation{ID: uuid.NewString(), Kind: kind, Target: target, Status: OpInProgress,
+		APIVersion: r.APIVersion, Initiator: r.Caller.ObjectID, Started: s.now().UTC()}
+	return op, tx.Put(bucketOperations, op.ID, op)
+}
+
+// Launch runs a stored operation in the background.
+func (s *Service) Launch(op Operation) { s.launch(op) }
+
+// Accepted is the answer that starts op: status (201 or 202) with the polling headers and body.
+func (s *Service) Accepted(status int, op Operation, body any) httpx.Response {
+	return httpx.Response{Status: status, Header: s.pollHeaders(op), Body: body}
 }
 
 func (s *Service) resumeOperations(ctx context.Context) error {

@@ -18,7 +18,7 @@ type Limits struct {
 }
 
 // DefaultLimits are Azure's current per-principal subscription limits; Config.Limits = &DefaultLimits
-// (`cerulean cloud --throttle`) turns them on.
+// (`cerulean-local cloud --throttle`) turns them on.
 var DefaultLimits = Limits{Reads: 250, ReadsPerSecond: 25, Writes: 200, WritesPerSecond: 10}
 
 // Unlimited never throttles (benchmarks); the headers still count down from a large budget.

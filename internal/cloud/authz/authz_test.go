@@ -63,6 +63,11 @@ func TestBuiltInActionSets(t *testing.T) {
 		{role: KeyVaultSecretsUser, deny: []string{miRead}, dataA: []string{getSec}, dataDen: []string{setSec}},
 		{role: KeyVaultSecretsOfficer, allow: []string{"Microsoft.KeyVault/vaults/read"}, dataA: []string{getSec, setSec}},
 		{role: KeyVaultAdministrator, dataA: []string{getSec, setSec, "Microsoft.KeyVault/vaults/keys/read"}},
+		{role: KeyVaultCryptoOfficer, dataA: []string{"Microsoft.KeyVault/vaults/keys/create/action", "Microsoft.KeyVault/vaults/keys/purge/action", "Microsoft.KeyVault/vaults/keyrotationpolicies/write"}, dataDen: []string{getSec}},
+		{role: KeyVaultCryptoUser, dataA: []string{"Microsoft.KeyVault/vaults/keys/sign/action", "Microsoft.KeyVault/vaults/keys/unwrap/action"}, dataDen: []string{"Microsoft.KeyVault/vaults/keys/create/action", getSec}},
+		{role: KeyVaultCryptoServiceEncryptionUser, dataA: []string{"Microsoft.KeyVault/vaults/keys/wrap/action", "Microsoft.KeyVault/vaults/keys/unwrap/action"}, dataDen: []string{"Microsoft.KeyVault/vaults/keys/sign/action"}},
+		{role: KeyVaultCertificatesOfficer, allow: []string{"Microsoft.KeyVault/vaults/read"}, dataA: []string{"Microsoft.KeyVault/vaults/certificates/create/action"}, dataDen: []string{getSec, "Microsoft.KeyVault/vaults/keys/read"}},
+		{role: KeyVaultCertificateUser, dataA: []string{"Microsoft.KeyVault/vaults/certificates/read", getSec, "Microsoft.KeyVault/vaults/keys/read"}, dataDen: []string{"Microsoft.KeyVault/vaults/certificates/create/action"}},
 	} {
 		r := role(tc.role)
 		for _, a := range tc.allow {

@@ -37,6 +37,12 @@ const (
 	KeyVaultSecretsUser     = "4633458b-17de-408a-b874-0445c86b69e6"
 	KeyVaultSecretsOfficer  = "b86a8fe4-44ce-4948-aee5-eccb2c155cd7"
 	KeyVaultAdministrator   = "00482a5a-887f-4fb3-b363-3b7fe8e74483"
+
+	KeyVaultCryptoOfficer               = "14b46e9e-c2b7-41b4-b07b-48a6ebf60603"
+	KeyVaultCryptoUser                  = "12338af0-0e69-4776-bea7-57ae8d297424"
+	KeyVaultCryptoServiceEncryptionUser = "e147488a-f6f5-4113-8e2d-b22465e65bf6"
+	KeyVaultCertificatesOfficer         = "a4417e6f-fecd-4de8-b567-7b0420556985"
+	KeyVaultCertificateUser             = "db79e9a7-68ee-4b58-9aeb-b90e7c24fcba"
 )
 
 // keyVaultControlActions are the control-plane reads every Key Vault data role carries.
@@ -118,6 +124,67 @@ var builtIns = []RoleDefinition{
 			Actions:     keyVaultControlActions,
 			DataActions: []string{"Microsoft.KeyVault/vaults/secrets/*"},
 		}},
+	},
+	{
+		ID: KeyVaultCryptoOfficer, RoleName: "Key Vault Crypto Officer",
+		Description: "Perform any action on the keys of a key vault, except manage permissions. Only works for key vaults that use the 'Azure role-based access control' permission model.",
+		Permissions: []Permission{{
+			Actions:     keyVaultControlActions,
+			DataActions: []string{"Microsoft.KeyVault/vaults/keys/*", "Microsoft.KeyVault/vaults/keyrotationpolicies/*"},
+		}},
+	},
+	{
+		ID: KeyVaultCryptoUser, RoleName: "Key Vault Crypto User",
+		Description: "Perform cryptographic operations using keys. Only works for key vaults that use the 'Azure role-based access control' permission model.",
+		Permissions: []Permission{{DataActions: []string{
+			"Microsoft.KeyVault/vaults/keys/read",
+			"Microsoft.KeyVault/vaults/keys/update/action",
+			"Microsoft.KeyVault/vaults/keys/backup/action",
+			"Microsoft.KeyVault/vaults/keys/encrypt/action",
+			"Microsoft.KeyVault/vaults/keys/decrypt/action",
+			"Microsoft.KeyVault/vaults/keys/wrap/action",
+			"Microsoft.KeyVault/vaults/keys/unwrap/action",
+			"Microsoft.KeyVault/vaults/keys/sign/action",
+			"Microsoft.KeyVault/vaults/keys/verify/action",
+		}}},
+	},
+	{
+		ID: KeyVaultCryptoServiceEncryptionUser, RoleName: "Key Vault Crypto Service Encryption User",
+		Description: "Read metadata of keys and perform wrap/unwrap operations. Only works for key vaults that use the 'Azure role-based access control' permission model.",
+		Permissions: []Permission{{
+			Actions: []string{
+				"Microsoft.EventGrid/eventSubscriptions/write",
+				"Microsoft.EventGrid/eventSubscriptions/read",
+				"Microsoft.EventGrid/eventSubscriptions/delete",
+			},
+			DataActions: []string{
+				"Microsoft.KeyVault/vaults/keys/read",
+				"Microsoft.KeyVault/vaults/keys/wrap/action",
+				"Microsoft.KeyVault/vaults/keys/unwrap/action",
+			},
+		}},
+	},
+	{
+		ID: KeyVaultCertificatesOfficer, RoleName: "Key Vault Certificates Officer",
+		Description: "Perform any action on the certificates of a key vault, excluding reading the secret and key portions, and managing permissions. Only works for key vaults that use the 'Azure role-based access control' permission model.",
+		Permissions: []Permission{{
+			Actions: keyVaultControlActions,
+			DataActions: []string{
+				"Microsoft.KeyVault/vaults/certificatecas/*",
+				"Microsoft.KeyVault/vaults/certificates/*",
+				"Microsoft.KeyVault/vaults/certificatecontacts/write",
+			},
+		}},
+	},
+	{
+		ID: KeyVaultCertificateUser, RoleName: "Key Vault Certificate User",
+		Description: "Read entire certificate contents including secret and key portion. Only works for key vaults that use the 'Azure role-based access control' permission model.",
+		Permissions: []Permission{{DataActions: []string{
+			"Microsoft.KeyVault/vaults/certificates/read",
+			"Microsoft.KeyVault/vaults/secrets/getSecret/action",
+			"Microsoft.KeyVault/vaults/secrets/readMetadata/action",
+			"Microsoft.KeyVault/vaults/keys/read",
+		}}},
 	},
 	{
 		ID: KeyVaultAdministrator, RoleName: "Key Vault Administrator",

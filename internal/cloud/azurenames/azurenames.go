@@ -65,10 +65,26 @@ func VaultName(host string) (string, bool) {
 // VaultURI is a vault's public vaultUri.
 func VaultURI(name string) string { return "https://" + strings.ToLower(name) + VaultSuffix + "/" }
 
+// StorageSuffixes are the public DNS suffixes of the storage data planes the cloud serves.
+var StorageSuffixes = []string{".blob.core.windows.net", ".queue.core.windows.net", ".table.core.windows.net"}
+
+var storageAccountName = regexp.MustCompile(`^[a-z0-9]{3,24}$`)
+
+// IsStorage reports whether host (canonical) is NAME.{blob,queue,table}.core.windows.net with a
+// valid storage account NAME.
+func IsStorage(host string) bool {
+	for _, s := range StorageSuffixes {
+		if name, ok := strings.CutSuffix(host, s); ok && storageAccountName.MatchString(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // Allowed reports whether the cloud answers under host (canonical) at all.
 func Allowed(host string) bool {
 	_, vault := VaultName(host)
-	return vault || IsEntra(host) || IsManagement(host)
+	return vault || IsEntra(host) || IsManagement(host) || IsStorage(host)
 }
 
 // Authority is the public authority URL of a tenant, as the Key Vault challenge names it.

@@ -200,12 +200,24 @@ func (c *Clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// BuildCerulean builds the cerulean command into a temporary directory, so that a test does not
-// depend on the Makefile or on bin/ being current.
+// BuildCerulean builds the product command, cerulean (manager, node-agent, ...), into a temporary
+// directory, so that a test does not depend on the Makefile or on bin/ being current.
 func BuildCerulean(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cerulean")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/cerulean/cerulean/cmd/cerulean").CombinedOutput()
+	return build(t, "cerulean")
+}
+
+// BuildCeruleanLocal builds the local environment's command, cerulean-local (cloud, up), as
+// BuildCerulean does; StartProcess runs it.
+func BuildCeruleanLocal(t testing.TB) string {
+	t.Helper()
+	return build(t, "cerulean-local")
+}
+
+func build(t testing.TB, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/cerulean/cerulean/cmd/"+name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -19,17 +19,17 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 )
 
-// Process is a running `cerulean cloud` child process, for tests that kill it with SIGKILL.
+// Process is a running `cerulean-local cloud` child process, for tests that kill it with SIGKILL.
 type Process struct {
-	Env    map[string]string // what `cerulean cloud env` printed while it ran, unquoted
+	Env    map[string]string // what `cerulean-local cloud env` printed while it ran, unquoted
 	cmd    *exec.Cmd
 	stderr *SyncBuffer
 	exited chan error
 }
 
-// StartProcess starts `bin cloud ARGS --addr 127.0.0.1:0 --data-dir dir`, waits for its env file
-// (the readiness signal) and reads `cerulean cloud env`. The process is killed when the test
-// ends.
+// StartProcess starts `bin cloud ARGS --addr 127.0.0.1:0 --data-dir dir` (bin from
+// BuildCeruleanLocal), waits for its env file (the readiness signal) and reads `cerulean-local
+// cloud env`. The process is killed when the test ends.
 func StartProcess(t testing.TB, bin, dir string, args ...string) *Process {
 	t.Helper()
 	_ = os.Remove(filepath.Join(dir, "env"))
@@ -52,17 +52,17 @@ func StartProcess(t testing.TB, bin, dir string, args ...string) *Process {
 		select {
 		case err := <-p.exited:
 			p.exited <- err // for the cleanup's Kill
-			t.Fatalf("cerulean cloud exited: %v\n%s", err, stderr.String())
+			t.Fatalf("cerulean-local cloud exited: %v\n%s", err, stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			p.Kill(t) // the log is complete, and no longer written, once the process is gone
-			t.Fatalf("cerulean cloud did not become ready\n%s", stderr.String())
+			t.Fatalf("cerulean-local cloud did not become ready\n%s", stderr.String())
 		}
 	}
 	out, err := exec.Command(bin, "cloud", "env", "--data-dir", dir).Output()
 	if err != nil {
-		t.Fatalf("cerulean cloud env while the cloud runs: %v", err)
+		t.Fatalf("cerulean-local cloud env while the cloud runs: %v", err)
 	}
 	p.Env = map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -85,7 +85,7 @@ func (p *Process) Kill(t testing.TB) {
 	}
 	_ = p.cmd.Process.Kill()
 	if err := <-p.exited; err != nil {
-		t.Logf("cerulean cloud stopped: %v", err) // killed on purpose
+		t.Logf("cerulean-local cloud stopped: %v", err) // killed on purpose
 	}
 	p.exited = nil
 }

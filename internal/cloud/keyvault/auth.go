@@ -131,7 +131,7 @@ func (s *Service) authorize(ctx context.Context, v Vault, c caller, rt route) er
 	if v.RBAC {
 		scope := v.ResourceID
 		if rt.name != "" {
-			scope += "/secrets/" + rt.name
+			scope += "/" + rt.kind.collection() + "/" + rt.name
 		}
 		err := s.o.Authz.CheckData(ctx, c.ObjectID, p.dataAction, scope)
 		if errors.Is(err, authz.ErrDenied) {
@@ -145,25 +145,33 @@ func (s *Service) authorize(ctx context.Context, v Vault, c caller, rt route) er
 		return nil
 	}
 	for _, ap := range v.AccessPolicies {
-		if grants(ap, c, p.policy) {
+		if grants(ap, c, rt.kind, p.policy) {
 			return nil
 		}
 	}
 	return errorf(http.StatusForbidden, "Forbidden",
-		"The user, group or application '%s' does not have secrets %s permission on key vault '%s;location=%s'. For help resolving this issue, please see https://go.microsoft.com/fwlink/?linkid=2125287",
-		c, p.policy, v.Name, v.Location).inner("AccessDenied")
+		"The user, group or application '%s' does not have %s %s permission on key vault '%s;location=%s'. For help resolving this issue, please see https://go.microsoft.com/fwlink/?linkid=2125287",
+		c, rt.kind.collection(), p.policy, v.Name, v.Location).inner("AccessDenied")
 }
 
-// grants reports whether an access policy gives the caller a secrets permission. A policy with
-// an applicationId is a compound identity: both the object and the application must match.
-func grants(ap AccessPolicy, c caller, perm string) bool {
+// grants reports whether an access policy gives the caller a permission on a kind of object. A
+// policy with an applicationId is a compound identity: both the object and the application
+// must match.
+func grants(ap AccessPolicy, c caller, k kind, perm string) bool {
 	if !strings.EqualFold(ap.ObjectID, c.ObjectID) || !strings.EqualFold(ap.TenantID, c.TenantID) {
 		return false
 	}
 	if ap.ApplicationID != "" && !strings.EqualFold(ap.ApplicationID, c.AppID) {
 		return false
 	}
-	for _, p := range ap.Permissions.Secrets {
+	list := ap.Permissions.Secrets
+	switch k {
+	case kindKey:
+		list = ap.Permissions.Keys
+	case kindCert:
+		list = ap.Permissions.Certificates
+	}
+	for _, p := range list {
 		if strings.EqualFold(p, perm) || strings.EqualFold(p, "all") {
 			return true
 		}

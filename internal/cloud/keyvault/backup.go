@@ -58,8 +58,12 @@ func newSealer(ctx context.Context, st *store.Store) (*sealer, error) {
 	return &sealer{aead: aead}, nil
 }
 
-func (s *sealer) seal(b backupOf) ([]byte, error) {
-	plain, err := json.Marshal(b)
+func (s *sealer) seal(b backupOf) ([]byte, error) { return s.sealAs(string(backupAAD), b) }
+
+// sealAs seals any backup document; the AAD names what it is (a secret's, a key's or a
+// certificate's backup), so one kind's blob never restores as another.
+func (s *sealer) sealAs(aad string, v any) ([]byte, error) {
+	plain, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode backup: %w", err)
 	}
@@ -68,24 +72,33 @@ func (s *sealer) seal(b backupOf) ([]byte, error) {
 		return nil, fmt.Errorf("seal backup: %w", err)
 	}
 	out := append([]byte{backupFormat}, nonce...) // format, nonce, then the sealed backup
-	return s.aead.Seal(out, nonce, plain, backupAAD), nil
+	return s.aead.Seal(out, nonce, plain, []byte(aad)), nil
 }
 
-// unseal opens and validates a blob; anything not sealed by this cloud, or not a well-formed
-// backup, is BadParameter.
-func (s *sealer) unseal(blob []byte) (backupOf, error) {
+// unsealAs opens a blob sealed with sealAs(aad) into v; anything else is BadParameter.
+func (s *sealer) unsealAs(aad string, blob []byte, v any) error {
 	bad := errBadParameter("Backup blob contains invalid or corrupt version.")
 	n := s.aead.NonceSize()
 	if len(blob) < 1+n+s.aead.Overhead() || blob[0] != backupFormat {
-		return backupOf{}, bad
+		return bad
 	}
-	plain, err := s.aead.Open(nil, blob[1:1+n], blob[1+n:], backupAAD)
+	plain, err := s.aead.Open(nil, blob[1:1+n], blob[1+n:], []byte(aad))
 	if err != nil {
-		return backupOf{}, bad
+		return bad
 	}
+	if json.Unmarshal(plain, v) != nil {
+		return bad
+	}
+	return nil
+}
+
+// unseal opens and validates a secret's blob; anything not sealed by this cloud, or not a
+// well-formed backup, is BadParameter.
+func (s *sealer) unseal(blob []byte) (backupOf, error) {
+	bad := errBadParameter("Backup blob contains invalid or corrupt version.")
 	var b backupOf
-	if err := json.Unmarshal(plain, &b); err != nil {
-		return backupOf{}, bad
+	if err := s.unsealAs(string(backupAAD), blob, &b); err != nil {
+		return b, err
 	}
 	if !secretName.MatchString(b.Name) || len(b.Versions) == 0 || len(b.Versions) > maxVersions {
 		return backupOf{}, bad

@@ -25,14 +25,14 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
-// childCloud is a `cerulean cloud` process with client options and the Owner's credential for it.
+// childCloud is a `cerulean-local cloud` process with client options and the Owner's credential for it.
 type childCloud struct {
 	*cloudtest.Process
 	opts azcore.ClientOptions
 	cred azcore.TokenCredential
 }
 
-// startChild starts `cerulean cloud` on a free port and waits for its env file.
+// startChild starts `cerulean-local cloud` on a free port and waits for its env file.
 func startChild(t *testing.T, bin, dir string) *childCloud {
 	t.Helper()
 	c := &childCloud{Process: cloudtest.StartProcess(t, bin, dir)}
@@ -50,14 +50,14 @@ func (c *childCloud) secrets(t *testing.T, uri string) *azsecrets.Client {
 	return sc
 }
 
-// TestSecretsSurviveKill9 kills a child `cerulean cloud` with SIGKILL under concurrent secret
+// TestSecretsSurviveKill9 kills a child `cerulean-local cloud` with SIGKILL under concurrent secret
 // writes, restarts it on the same data directory, and reads back every version it acknowledged,
 // at the same vaultUri.
 func TestSecretsSurviveKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := cloudtest.BuildCerulean(t)
+	bin := cloudtest.BuildCeruleanLocal(t)
 	dir := filepath.Join(t.TempDir(), "cloud")
 	c := startChild(t, bin, dir)
 	ctx := t.Context()

@@ -50,7 +50,27 @@ func TestParseRoute(t *testing.T) {
 		{"GET", "/secrets", v + "&maxresults=26", route{}, 400},
 		{"GET", "/secrets", v + "&maxresults=zero", route{}, 400},
 		{"POST", "/secrets/x", v, route{}, 405},
-		{"GET", "/keys/x", v, route{}, 404},
+		// Keys and certificates.
+		{"GET", "/keys/x", v, route{kind: kindKey, op: opKeyGet, name: "x"}, 0},
+		{"PUT", "/keys/x", v, route{kind: kindKey, op: opKeyImport, name: "x"}, 0},
+		{"POST", "/keys/x/create", v, route{kind: kindKey, op: opKeyCreate, name: "x"}, 0},
+		{"POST", "/keys/x//sign", v, route{kind: kindKey, op: opKeySign, name: "x"}, 0},
+		{"POST", "/keys/x/sign", v, route{kind: kindKey, op: opKeySign, name: "x"}, 0},
+		{"POST", "/keys/x/" + ver + "/unwrapkey", v, route{kind: kindKey, op: opKeyUnwrap, name: "x", version: ver}, 0},
+		{"PUT", "/keys/x/rotationpolicy", v, route{kind: kindKey, op: opKeySetPolicy, name: "x"}, 0},
+		{"POST", "/keys/restore", v, route{kind: kindKey, op: opKeyRestore}, 0},
+		{"GET", "/deletedkeys", v, route{kind: kindKey, op: opKeyListDeleted, maxResults: 25}, 0},
+		{"POST", "/deletedkeys/x/recover", v, route{kind: kindKey, op: opKeyRecover, name: "x"}, 0},
+		{"POST", "/certificates/c/pending/merge", v, route{kind: kindCert, op: opCertMerge, name: "c"}, 0},
+		{"PATCH", "/certificates/c/policy", v, route{kind: kindCert, op: opCertUpdatePolicy, name: "c"}, 0},
+		{"GET", "/certificates/c/", v, route{kind: kindCert, op: opCertGet, name: "c"}, 0},
+		{"GET", "/deletedcertificates", v, route{kind: kindCert, op: opCertListDeleted, maxResults: 25}, 0},
+		{"GET", "/keys/x/" + ver + "/sign", v, route{}, 405},
+		{"PUT", "/certificates/c", v, route{}, 405},
+		{"POST", "/keys/bad_name/create", v, route{}, 400},
+		{"POST", "/keys/x/nothex/sign", v, route{}, 400},
+		{"GET", "/keys/x/y/z/w", v, route{}, 404},
+		{"POST", "/deletedkeys/x/y", v, route{}, 404},
 		{"GET", "/secrets/x/y/z", v, route{}, 404},
 	} {
 		got, err := parseRoute(tc.method, tc.path, tc.query)
@@ -118,6 +138,9 @@ func FuzzParseRoute(f *testing.F) {
 		{"POST", "/deletedsecrets/a/recover", "api-version=7.4"},
 		{"DELETE", "//secrets//", "api-version=%zz"},
 		{"PATCH", "/secrets/a%2F..%2Fb/x", "api-version=7.4;x"},
+		{"POST", "/keys/a//sign", "api-version=7.5"},
+		{"POST", "/certificates/a/pending/merge", "api-version=7.5"},
+		{"GET", "/deletedkeys", "api-version=7.5&maxresults=3"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
@@ -136,7 +159,7 @@ func FuzzParseRoute(f *testing.F) {
 		if rt.name != "" && !secretName.MatchString(rt.name) || rt.version != "" && !secretVersion.MatchString(rt.version) {
 			t.Fatalf("route %+v has an invalid name or version", rt)
 		}
-		if (rt.op == opList || rt.op == opListVersions || rt.op == opListDeleted) && (rt.maxResults < 1 || rt.maxResults > maxPage) {
+		if isList(rt.op) && (rt.maxResults < 1 || rt.maxResults > maxPage) {
 			t.Fatalf("route %+v has a bad page size", rt)
 		}
 	})

@@ -28,6 +28,7 @@ const (
 
 // route is a parsed data-plane request line.
 type route struct {
+	kind       kind // what the path names: secrets (zero), keys or certificates
 	op         op
 	name       string // the secret name as sent; "" for collection operations
 	version    string // lower-case hex; "" for the latest
@@ -63,14 +64,14 @@ func parseRoute(method, path, rawQuery string) (route, error) {
 	if err != nil {
 		return route{}, errBadParameter("The request URI contains an invalid query.")
 	}
-	rt, err := match(method, path)
+	rt, err := matchAny(method, path)
 	if err != nil {
 		return route{}, err
 	}
 	if rt.apiVersion, err = checkAPIVersion(q.Get("api-version")); err != nil {
 		return route{}, err
 	}
-	if rt.op == opList || rt.op == opListVersions || rt.op == opListDeleted {
+	if isList(rt.op) {
 		rt.maxResults = defaultPage
 		if m := q.Get("maxresults"); m != "" {
 			n, err := strconv.Atoi(m)

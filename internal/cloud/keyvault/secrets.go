@@ -39,6 +39,9 @@ type version struct {
 	Expires     *int64            `json:"exp,omitempty"`
 	Created     int64             `json:"created"`
 	Updated     int64             `json:"updated"`
+	// Managed is set on the secret behind a certificate (its PFX or PEM); it changes only
+	// through the certificate; its kid is the certificate's key of the same version.
+	Managed bool `json:"managed,omitempty"`
 }
 
 func headKey(vault, name string) string { return vaultKey(vault) + "/" + strings.ToLower(name) }
@@ -136,6 +139,9 @@ func (s secrets) set(name string, b setBody) (head, version, error) {
 	if ok && h.Deleted != 0 {
 		return h, version{}, errDeletedButRecoverable(h.Name)
 	}
+	if err := s.unmanaged(h, ok); err != nil {
+		return h, version{}, err
+	}
 	if !ok {
 		h = head{Name: name}
 	}
@@ -146,6 +152,17 @@ func (s secrets) set(name string, b setBody) (head, version, error) {
 	applyAttributes(&v, b.Attributes)
 	h.Latest = v.ID
 	return h, v, s.put(h, v)
+}
+
+// unmanaged refuses a new version of a certificate's secret.
+func (s secrets) unmanaged(h head, exists bool) error {
+	if !exists {
+		return nil
+	}
+	if v, err := s.version(h, ""); err == nil && v.Managed {
+		return errManaged("secret", h.Name)
+	}
+	return nil
 }
 
 func (s secrets) put(h head, vs ...version) error {
@@ -182,6 +199,9 @@ func (s secrets) update(name, id string, b updateBody) (head, version, error) {
 	if err != nil {
 		return h, v, err
 	}
+	if v.Managed {
+		return h, v, errManaged("secret", h.Name)
+	}
 	if b.ContentType != nil {
 		v.ContentType = *b.ContentType
 	}
@@ -205,6 +225,9 @@ func (s secrets) softDelete(name string) (head, version, error) {
 	v, err := s.version(h, "")
 	if err != nil {
 		return h, v, err
+	}
+	if v.Managed {
+		return h, v, errManaged("secret", h.Name)
 	}
 	if !s.vault.SoftDelete {
 		return h, v, s.purge(name)
@@ -236,10 +259,15 @@ func (s secrets) purge(name string) error {
 
 // page lists heads after the skip token: active ones, or deleted ones.
 func (s secrets) page(deleted bool, after string, limit int) ([]head, string, error) {
+	return s.pageOf(bucketHeads, deleted, after, limit)
+}
+
+// pageOf pages the heads of one bucket (secrets', keys' or certificates').
+func (s secrets) pageOf(bucket string, deleted bool, after string, limit int) ([]head, string, error) {
 	var out []head
 	more := false
 	prefix := vaultKey(s.vault.Name) + "/"
-	err := s.tx.ForEach(bucketHeads, prefix, func(k string, decode func(any) error) error {
+	err := s.tx.ForEach(bucket, prefix, func(k string, decode func(any) error) error {
 		if more || strings.ToLower(k[len(prefix):]) <= after {
 			return nil
 		}

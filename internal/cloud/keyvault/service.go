@@ -158,11 +158,11 @@ func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {
 		return httpx.Response{}, err
 	}
 	limit := int64(maxBody)
-	if rt.op == opRestore {
+	if rt.op == opRestore || rt.op == opKeyRestore || rt.op == opCertRestore {
 		limit = maxRestoreBody
 	}
 	var body []byte
-	if rt.op == opSet || rt.op == opUpdate || rt.op == opRestore {
+	if hasBody(rt.op) {
 		body, err = httpx.ReadBody(r, limit)
 		if errors.Is(err, httpx.ErrTooLarge) {
 			return httpx.Response{}, errBadParameter("The request body exceeds the maximum size of %d bytes.", limit)
@@ -175,6 +175,12 @@ func (s *Service) serve(r *http.Request, name string) (httpx.Response, error) {
 
 // exec runs a parsed, authorized operation.
 func (s *Service) exec(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	switch rt.kind {
+	case kindKey:
+		return s.execKey(ctx, v, rt, body)
+	case kindCert:
+		return s.execCert(ctx, v, rt, body)
+	}
 	switch rt.op {
 	case opSet:
 		b, err := parseSetBody(body)

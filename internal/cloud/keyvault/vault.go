@@ -29,6 +29,7 @@ type Vault struct {
 	SoftDelete      bool           `json:"enableSoftDelete"`
 	RetentionDays   int            `json:"softDeleteRetentionInDays"`
 	PurgeProtection bool           `json:"enablePurgeProtection"`
+	Premium         bool           `json:"premium,omitempty"` // the premium SKU: -HSM key types
 
 	// Deleted is when the vault was soft-deleted (zero while it is active); PurgeAt is when it
 	// disappears for good.
@@ -150,6 +151,11 @@ func PurgeVaultTx(tx *store.Tx, name string) error {
 	}
 	if err := deletePrefix(tx, bucketVersions, vaultKey(name)+"/"); err != nil {
 		return err
+	}
+	for _, b := range objectBuckets {
+		if err := deletePrefix(tx, b, vaultKey(name)+"/"); err != nil {
+			return err
+		}
 	}
 	return tx.Delete(bucketVaults, vaultKey(name))
 }

@@ -23,6 +23,8 @@ type bundleJSON struct {
 	Value              *string           `json:"value,omitempty"`
 	ContentType        string            `json:"contentType,omitempty"`
 	ID                 string            `json:"id"`
+	Kid                string            `json:"kid,omitempty"`
+	Managed            bool              `json:"managed,omitempty"`
 	Attributes         attributesJSON    `json:"attributes"`
 	Tags               map[string]string `json:"tags,omitempty"`
 	RecoveryID         string            `json:"recoveryId,omitempty"`
@@ -51,6 +53,9 @@ func bundle(v Vault, h head, ver version, withValue bool) bundleJSON {
 	b := bundleJSON{
 		ContentType: ver.ContentType, ID: v.URI() + "secrets/" + h.Name + "/" + ver.ID,
 		Attributes: attributes(v, ver), Tags: ver.Tags,
+	}
+	if ver.Managed {
+		b.Managed, b.Kid = true, keyID(v, h.Name, ver.ID)
 	}
 	if withValue {
 		val := ver.Value

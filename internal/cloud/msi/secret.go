@@ -22,7 +22,7 @@ import (
 //
 //	v1.<base64url(resource id)>.<base64url(HMAC-SHA256(key, lower-case resource id))>
 //
-// The key lives in the data directory, so `cerulean cloud env --compute` can derive a header
+// The key lives in the data directory, so `cerulean-local cloud env --compute` can derive a header
 // while the cloud runs (its state file is locked) and headers survive restarts. Nothing is
 // stored per resource: a header works for as long as the resource exists.
 

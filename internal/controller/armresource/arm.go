@@ -16,6 +16,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 )
 
+// armAPI is the ARM access a pass uses: the few calls it makes, on raw JSON.
+type armAPI interface {
+	get(ctx context.Context, id, apiVersion string) (map[string]any, error)
+	post(ctx context.Context, path, apiVersion string) (map[string]any, error)
+	list(ctx context.Context, path, apiVersion, filter string) ([]map[string]any, error)
+	beginPut(ctx context.Context, id, apiVersion string, body map[string]any) (*Poller, time.Duration, error)
+	beginDelete(ctx context.Context, id, apiVersion string) (*Poller, error)
+	resume(token string) (*Poller, error)
+}
+
 // armClient holds the few ARM calls the reconciler makes, on raw JSON: one pipeline (one
 // credential) per instance.
 type armClient struct {
@@ -138,9 +148,9 @@ func (c *armClient) resume(token string) (*Poller, error) {
 // errGone is a DELETE of a resource that no longer exists.
 var errGone = errors.New("resource already gone")
 
-// step polls an operation once; done reports whether it has ended (err is its failure), wait
+// stepPoller polls an operation once; done reports whether it has ended (err is its failure), wait
 // how long ARM asked to wait before the next poll while it runs.
-func step(ctx context.Context, p *Poller) (done bool, wait time.Duration, err error) {
+func stepPoller(ctx context.Context, p *Poller) (done bool, wait time.Duration, err error) {
 	if !p.Done() {
 		resp, err := p.Poll(ctx)
 		if err != nil {

@@ -115,32 +115,6 @@ func respErr(status int, retryAfter string) error {
 	return &azcore.ResponseError{StatusCode: status, RawResponse: &http.Response{StatusCode: status, Header: h}}
 }
 
-func TestClassify(t *testing.T) {
-	const sync, backoff = time.Hour, 2 * time.Second
-	cases := []struct {
-		err      error
-		severity shared.Severity
-		reason   string
-		requeue  time.Duration
-	}{
-		{respErr(400, ""), shared.SeverityError, shared.ReasonReconciliationFailedPermanently, 0},
-		{respErr(403, ""), shared.SeverityError, shared.ReasonReconciliationFailedPermanently, sync},
-		{respErr(429, "7"), shared.SeverityWarning, shared.ReasonReconciliationFailure, 7 * time.Second},
-		{respErr(500, ""), shared.SeverityWarning, shared.ReasonReconciliationFailure, backoff},
-		{respErr(409, ""), shared.SeverityWarning, shared.ReasonReconciliationFailure, backoff},
-		{errWaitingForOwner, shared.SeverityInfo, shared.ReasonWaitingForOwner, backoff},
-		{errConfigMap, shared.SeverityWarning, shared.ReasonConfigMapNotFound, backoff},
-		{errInvalidSpec, shared.SeverityError, shared.ReasonReconciliationFailedPermanently, 0},
-		{errSubscription, shared.SeverityError, shared.ReasonSubscriptionMismatch, 0},
-	}
-	for _, tc := range cases {
-		o := classify(tc.err, sync, backoff)
-		if o.Severity != tc.severity || o.Reason != tc.reason || o.Requeue != tc.requeue || o.Status != metav1.ConditionFalse {
-			t.Errorf("classify(%v) = %+v, want %s %s requeue %s", tc.err, o, tc.severity, tc.reason, tc.requeue)
-		}
-	}
-}
-
 func TestSetReadyTransitions(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	conds, transition := setReady(nil, Outcome{Status: metav1.ConditionFalse, Severity: shared.SeverityInfo, Reason: shared.ReasonReconciling, Message: "a"}, 1, t0)

@@ -1,163 +1,194 @@
 package armresource
 
 import (
-	"time"
-
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/cerulean/cerulean/api/shared"
+	"github.com/cerulean/cerulean/internal/controller/lifecycle"
 )
 
-// reconcileDelete deletes the Azure resource of a deleted object, when and only when that is
-// asked: a skip or detach-on-delete policy, or the kind's CRD being deleted, release the object
-// without a DELETE; a resource never created or already gone is released at once.
-func (r *Reconciler) reconcileDelete(ctx context.Context, obj *unstructured.Unstructured) (ctrl.Result, error) {
+// delete deletes the Azure resource of a deleted object, when and only when that is asked: a
+// skip or detach-on-delete policy, or the kind's CRD being deleted, release the object
+// without a DELETE; a resource never created or already gone is released at once. The id
+// deleted is the one the spec names, never an annotation's.
+func (p *pass) delete(ctx context.Context) (ctrl.Result, error) {
+	r, obj := p.r, p.obj
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx)
 	ann := obj.GetAnnotations()
-	id := ann[AnnotationResourceID]
+	statusID, _, _ := unstructured.NestedString(obj.Object, "status", "id")
 	switch policy := ann[AnnotationReconcilePolicy]; {
 	case policy == PolicySkip || policy == PolicyDetachOnDelete:
-		logger.Info("Detaching: the reconcile policy keeps the Azure resource", "policy", policy, "id", id)
-		return r.release(ctx, obj, "Detached", "Reconcile policy "+policy+": the Azure resource was kept")
-	case id == "":
-		return r.release(ctx, obj, "Deleted", "Never created in Azure: nothing to delete")
+		logger.Info("Detaching: the reconcile policy keeps the Azure resource", "policy", policy)
+		return p.release(ctx, "Detached", "Reconcile policy "+policy+": the Azure resource was kept")
+	case ann[AnnotationResourceID] == "" && statusID == "":
+		return p.release(ctx, "Deleted", "Never created in Azure: nothing to delete")
 	}
-	crdGone, err := r.crdDeleting(ctx)
+	crdGone, err := lifecycle.CRDDeleting(ctx, r.crdReader(), r.RESTMapper(), r.opts.Kind.GVK)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if crdGone {
-		logger.Info("Detaching: the kind's CRD is being deleted", "id", id)
-		return r.release(ctx, obj, "Detached", "The CRD is being deleted: the Azure resource was kept")
+		logger.Info("Detaching: the kind's CRD is being deleted")
+		return p.release(ctx, "Detached", "The CRD is being deleted: the Azure resource was kept")
 	}
-	cred, err := r.opts.Credentials.For(ctx, obj)
+	cred, err := r.credential(ctx, obj)
 	if err != nil {
-		return r.deleteFailed(ctx, obj, fmt.Errorf("%w: %w", errCredential, err))
+		return p.deleteFailed(ctx, err)
 	}
-	reader, err := newARMClient(cred.Cached(), r.opts.ARM)
+	p.cred = cred
+	if p.id, err = p.deleteID(ctx); err != nil {
+		return p.deleteFailed(ctx, err)
+	}
+	if p.id == "" {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "Detached", "Delete",
+			"The owner is gone and the object has no Azure id: no Azure resource was deleted")
+		return p.release(ctx, "Detached", "The Azure id could not be computed from the spec: nothing was deleted")
+	}
+	p.checkResourceID(ctx)
+	reader, err := r.newARM(cred.Cached())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if token := ann[AnnotationPollerToken]; token != "" && ann[AnnotationPollerID] == pollerDelete {
-		poller, err := reader.resume(token)
-		if err == nil {
-			done, wait, perr := step(ctx, poller)
-			if !done {
-				return r.deleting(ctx, obj, wait)
-			}
-			if perr != nil {
-				_ = r.patchMeta(ctx, obj, func(o *unstructured.Unstructured) {
-					setAnnotations(o, map[string]string{AnnotationPollerToken: "", AnnotationPollerID: ""})
-				})
-				return r.deleteFailed(ctx, obj, fmt.Errorf("delete %s: %w", id, perr))
-			}
-		}
-		if _, err := reader.get(ctx, id, r.opts.Kind.APIVersion); isNotFound(err) {
-			return r.release(ctx, obj, "Deleted", "Deleted in Azure")
+		if res, done := p.resumeDelete(ctx, reader, token); done {
+			return res.result, res.err
 		}
 	}
-	fresh, err := cred.Fresh(ctx)
+	return p.sendDelete(ctx)
+}
+
+type deleteResult struct {
+	result ctrl.Result
+	err    error
+}
+
+// resumeDelete polls a recorded DELETE (when its token may be followed); done reports that
+// the pass's outcome is decided.
+func (p *pass) resumeDelete(ctx context.Context, reader armAPI, token string) (deleteResult, bool) {
+	if err := p.r.checkToken(token, p.id, p.r.opts.Kind.ARMType); err != nil {
+		p.dropToken(ctx, err)
+	} else if poller, err := reader.resume(token); err == nil {
+		done, wait, perr := stepPoller(ctx, poller)
+		if !done {
+			res, err := p.deleting(ctx, wait)
+			return deleteResult{res, err}, true
+		}
+		if perr != nil {
+			setAnnotations(p.obj, map[string]string{AnnotationPollerToken: "", AnnotationPollerID: ""})
+			res, err := p.deleteFailed(ctx, fmt.Errorf("delete %s: %w", p.id, perr))
+			return deleteResult{res, err}, true
+		}
+	}
+	if _, err := reader.get(ctx, p.id, p.r.opts.Kind.APIVersion); isNotFound(err) {
+		res, err := p.release(ctx, "Deleted", "Deleted in Azure")
+		return deleteResult{res, err}, true
+	}
+	return deleteResult{}, false
+}
+
+// sendDelete sends the DELETE with a fresh credential.
+func (p *pass) sendDelete(ctx context.Context) (ctrl.Result, error) {
+	fresh, err := p.cred.Fresh(ctx)
 	if err != nil {
-		return r.deleteFailed(ctx, obj, fmt.Errorf("%w: %w", errCredential, err))
+		return p.deleteFailed(ctx, fmt.Errorf("%w: %w", errCredential, err))
 	}
-	writer, err := newARMClient(fresh, r.opts.ARM)
+	writer, err := p.r.newARM(fresh)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	poller, err := writer.beginDelete(ctx, id, r.opts.Kind.APIVersion)
+	poller, err := writer.beginDelete(ctx, p.id, p.r.opts.Kind.APIVersion)
 	if errors.Is(err, errGone) {
-		return r.release(ctx, obj, "Deleted", "Deleted in Azure")
+		return p.release(ctx, "Deleted", "Deleted in Azure")
 	}
 	if err != nil {
-		return r.deleteFailed(ctx, obj, fmt.Errorf("delete %s: %w", id, err))
+		return p.deleteFailed(ctx, fmt.Errorf("delete %s: %w", p.id, err))
 	}
 	if !poller.Done() {
 		token, err := poller.ResumeToken()
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("record operation: %w", err)
 		}
-		if err := r.patchMeta(ctx, obj, func(o *unstructured.Unstructured) {
-			setAnnotations(o, map[string]string{AnnotationPollerToken: token, AnnotationPollerID: pollerDelete})
-		}); err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.deleting(ctx, obj, 0)
+		setAnnotations(p.obj, map[string]string{AnnotationPollerToken: token, AnnotationPollerID: pollerDelete})
+		return p.deleting(ctx, 0)
 	}
 	if _, err := poller.Result(ctx); err != nil {
-		return r.deleteFailed(ctx, obj, fmt.Errorf("delete %s: %w", id, err))
+		return p.deleteFailed(ctx, fmt.Errorf("delete %s: %w", p.id, err))
 	}
-	return r.release(ctx, obj, "Deleted", "Deleted in Azure")
+	return p.release(ctx, "Deleted", "Deleted in Azure")
+}
+
+// deleteID is the id to delete: computed from the spec (the owner's id, Ready or not); when the
+// owner object is gone, the object's own status.id if it is of this kind and name in the
+// credential's subscription; else "" (nothing is deleted).
+func (p *pass) deleteID(ctx context.Context) (string, error) {
+	id, err := p.r.armID(ctx, p.obj, p.cred, false)
+	if err == nil || !errors.Is(err, errOwnerNotFound) {
+		return id, err
+	}
+	statusID, _, _ := unstructured.NestedString(p.obj.Object, "status", "id")
+	if p.r.matchesSpec(statusID, p.obj, p.cred.SubscriptionID) {
+		return statusID, nil
+	}
+	return "", nil
+}
+
+// matchesSpec reports whether id is a resource of this kind with the spec's name in sub.
+func (r *Reconciler) matchesSpec(id string, obj *unstructured.Unstructured, sub string) bool {
+	k := r.opts.Kind
+	suffix := "/providers/" + k.ARMType + "/" + r.azureName(obj)
+	if k.Owner == OwnerChild {
+		suffix = "/" + k.ChildSegment + "/" + r.azureName(obj)
+	}
+	return id != "" && strings.EqualFold(subscriptionOf(id), sub) && strings.HasSuffix(strings.ToLower(id), strings.ToLower(suffix))
 }
 
 // release removes the finalizer: Kubernetes may now delete the object.
-func (r *Reconciler) release(ctx context.Context, obj *unstructured.Unstructured, reason, msg string) (ctrl.Result, error) {
-	if err := r.patchMeta(ctx, obj, func(o *unstructured.Unstructured) { controllerutil.RemoveFinalizer(o, Finalizer) }); err != nil {
+func (p *pass) release(ctx context.Context, reason, msg string) (ctrl.Result, error) {
+	controllerutil.RemoveFinalizer(p.obj, Finalizer)
+	if err := p.ph.Patch(ctx, p.obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.opts.Recorder != nil {
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Delete", "%s", msg)
-	}
+	p.r.recorder.Eventf(p.obj, nil, corev1.EventTypeNormal, reason, "Delete", "%s", msg)
 	return ctrl.Result{}, nil
 }
 
 // deleting shows the running DELETE; it is polled again after wait (ARM's Retry-After, if any).
-func (r *Reconciler) deleting(ctx context.Context, obj *unstructured.Unstructured, wait time.Duration) (ctrl.Result, error) {
-	o := Outcome{Status: metav1.ConditionFalse, Severity: shared.SeverityInfo, Reason: shared.ReasonDeleting, Message: "The resource is being deleted in Azure", Requeue: r.pollAfter(wait)}
-	orig, _, _ := unstructured.NestedMap(obj.Object, "status")
-	if err := r.writeStatus(ctx, obj, orig, nil, false, o); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{RequeueAfter: o.Requeue}, nil
+func (p *pass) deleting(ctx context.Context, wait time.Duration) (ctrl.Result, error) {
+	o := Outcome{Status: metav1.ConditionFalse, Severity: shared.SeverityInfo, Reason: shared.ReasonDeleting,
+		Message: "The resource is being deleted in Azure", Requeue: p.r.pollAfter(wait)}
+	return p.finishPass(ctx, o, nil)
 }
 
-// deleteFailed shows why the DELETE failed and retries as classify says (at least each sync
-// period, so a permission granted later finishes the deletion).
-func (r *Reconciler) deleteFailed(ctx context.Context, obj *unstructured.Unstructured, err error) (ctrl.Result, error) {
-	o := classify(err, r.opts.SyncPeriod, r.backoff(obj.GetUID()))
-	if o.Requeue == 0 {
-		o.Requeue = r.opts.SyncPeriod
+// deleteFailed shows why the DELETE failed. A deletion is never given up: what classify calls
+// terminal is retried by the workqueue's backoff too (a permission granted later, a lock
+// removed, finish it).
+func (p *pass) deleteFailed(ctx context.Context, err error) (ctrl.Result, error) {
+	o := classify(err, p.r.opts.SyncPeriod, p.r.pollAfter)
+	if o.Retry == RetryNever {
+		o.Retry = RetryBackoff
 	}
-	orig, _, _ := unstructured.NestedMap(obj.Object, "status")
-	if werr := r.writeStatus(ctx, obj, orig, nil, false, o); werr != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(werr)
-	}
-	return ctrl.Result{RequeueAfter: o.Requeue}, nil
+	return p.finishPass(ctx, o, err)
 }
 
-// crdDeleting reports whether the reconciled kind's CRD is being deleted.
-func (r *Reconciler) crdDeleting(ctx context.Context) (bool, error) {
-	gvk := r.opts.Kind.GVK
-	mapping, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return false, fmt.Errorf("map %s: %w", gvk.Kind, err)
-	}
-	crd := &metav1.PartialObjectMetadata{}
-	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	var reader client.Reader = r.Client
+// crdReader reads the CRD without the cache when it can.
+func (r *Reconciler) crdReader() client.Reader {
 	if r.opts.APIReader != nil {
-		reader = r.opts.APIReader
+		return r.opts.APIReader
 	}
-	if err := reader.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gvk.Group}, crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("read CRD of %s: %w", gvk.Kind, err)
-	}
-	return !crd.GetDeletionTimestamp().IsZero(), nil
+	return r.Client
 }

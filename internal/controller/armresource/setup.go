@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -47,6 +48,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(k.GVK.Kind)).
+		WithOptions(controller.Options{RateLimiter: r.opts.RateLimiter}).
 		For(r.newObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, userAnnotationsChanged(), deletionStarted()))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.listBy(indexConfigMaps, func(o client.Object) string { return o.GetName() })))
 	for _, owner := range Kinds() {

@@ -37,6 +37,8 @@ import (
 	keyvaultv1 "github.com/cerulean/cerulean/api/keyvault/v1api20230701"
 	managedidentityv1 "github.com/cerulean/cerulean/api/managedidentity/v1api20230131"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
+	"github.com/cerulean/cerulean/internal/controller/patch"
+	"github.com/cerulean/cerulean/internal/controller/record"
 	"github.com/cerulean/cerulean/pkg/hcpcredentials"
 )
 
@@ -59,6 +61,9 @@ type Options struct {
 	Azure       Azure
 	Credentials *credentials.Resolver
 	Recorder    events.EventRecorder
+	// APIReader reads without the cache (the CRD's state on delete); nil reads through the
+	// manager's client.
+	APIReader client.Reader
 	// Clock is the time renewals are decided by (default time.Now).
 	Clock func() time.Time
 	// Resync bounds the time between two looks at an object (default 5m): the SecretProviderClass
@@ -96,6 +101,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Azure == nil || opts.Credentials == nil || opts.Recorder == nil {
 		return errors.New("set up control-plane identities controller: Azure, Credentials and Recorder are required")
 	}
+	if opts.APIReader == nil {
+		opts.APIReader = mgr.GetAPIReader()
+	}
+	opts.Recorder = record.New(opts.Recorder)
 	r := &Reconciler{c: mgr.GetClient(), opts: opts, pending: map[string]hcpcredentials.File{}}
 	inNamespace := handler.EnqueueRequestsFromMapFunc(r.inNamespace)
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -148,20 +157,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !obj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.delete(ctx, obj)
 	}
+	ph, err := patch.New(r.c, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		patch := client.MergeFrom(obj.DeepCopy())
+		// Stored before anything is written to Key Vault, so a deletion always cleans up.
 		controllerutil.AddFinalizer(obj, Finalizer)
-		if err := r.c.Patch(ctx, obj, patch); err != nil {
+		if err := ph.Patch(ctx, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
 	orig := obj.DeepCopy()
 	defer func() {
-		if equality.Semantic.DeepEqual(orig.Status, obj.Status) {
-			return
-		}
-		if err := r.c.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil && retErr == nil {
-			retErr = fmt.Errorf("write status: %w", err)
+		if err := ph.Patch(ctx, obj); err != nil && retErr == nil {
+			retErr = client.IgnoreNotFound(err)
 		}
 	}()
 
@@ -369,6 +379,9 @@ func (r *Reconciler) component(ctx context.Context, obj *cpv1.ControlPlaneIdenti
 // Key Vault holds them.
 func (r *Reconciler) issue(ctx context.Context, obj *cpv1.ControlPlaneIdentities, s sharedState, name cpv1.ComponentName, mi Identity,
 	secretName, why string, st *cpv1.ComponentStatus, now time.Time) error {
+	if err := credentials.Hold(ctx, r.c, s.cred); err != nil {
+		return failure(cpv1.ReasonFailed, err.Error(), err)
+	}
 	fresh, err := s.cred.Fresh(ctx)
 	if err != nil {
 		return failure(cpv1.ReasonFailed, "build the Azure credential: "+err.Error(), err)
@@ -520,79 +533,4 @@ func truncate(s string) string {
 		return s[:limit-3] + "..."
 	}
 	return s
-}
-
-// delete removes what the object created: each component's Key Vault secret (deleted; in a
-// vault with soft delete it stays recoverable for the vault's retention) and SecretProviderClass.
-// The identities, and the certificates registered on them (valid until they expire), stay.
-func (r *Reconciler) delete(ctx context.Context, obj *cpv1.ControlPlaneIdentities) error {
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return nil
-	}
-	cred, err := r.opts.Credentials.For(ctx, obj)
-	if err != nil {
-		return fmt.Errorf("resolve the Azure credential: %w", err)
-	}
-	if r.vaultGone(ctx, obj, cred) {
-		// Its secrets went with it: nothing to delete there.
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, cpv1.ReasonDeleting, "Delete", "The vault is gone; only the SecretProviderClasses are deleted")
-		cred = nil
-	}
-	for i := range obj.Status.Components {
-		if err := r.removeComponent(ctx, obj, cred, &obj.Status.Components[i]); err != nil {
-			r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, cpv1.ReasonDeleting, "Delete", "%s: %v", obj.Status.Components[i].Name, err)
-			return err
-		}
-	}
-	r.forgetPending(string(obj.UID))
-	patch := client.MergeFrom(obj.DeepCopy())
-	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := r.c.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer: %w", err)
-	}
-	return nil
-}
-
-// vaultGone reports whether the object's vault no longer exists: its ASO object is gone, or ARM
-// answers 404.
-func (r *Reconciler) vaultGone(ctx context.Context, obj *cpv1.ControlPlaneIdentities, cred *credentials.Credential) bool {
-	id, err := r.refID(ctx, obj.Namespace, obj.Spec.KeyVault, &keyvaultv1.Vault{}, "keyVault")
-	var ce *condError
-	if errors.As(err, &ce) && ce.reason == cpv1.ReasonReferenceNotFound {
-		return true
-	}
-	if err != nil {
-		return false
-	}
-	_, err = r.opts.Azure.Vault(ctx, cred.Cached(), id)
-	return isStatus(err, http.StatusNotFound)
-}
-
-// removeComponent deletes one component's secret (when cred is set) and SecretProviderClass.
-func (r *Reconciler) removeComponent(ctx context.Context, obj *cpv1.ControlPlaneIdentities, cred *credentials.Credential, st *cpv1.ComponentStatus) error {
-	if st.VaultURI != "" && st.SecretName != "" && cred != nil {
-		fresh, err := cred.Fresh(ctx)
-		if err != nil {
-			return fmt.Errorf("build the Azure credential: %w", err)
-		}
-		if err := r.opts.Azure.DeleteSecret(ctx, fresh, st.VaultURI, st.SecretName); err != nil {
-			return err
-		}
-		r.opts.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, EventSecretDeleted, "Delete", "%s: secret %s deleted from %s", st.Name, st.SecretName, st.VaultURI)
-	}
-	spc := &secretsstorev1.SecretProviderClass{}
-	err := r.c.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: string(st.Name)}, spc)
-	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("read SecretProviderClass %s: %w", st.Name, err)
-	}
-	if !metav1.IsControlledBy(spc, obj) {
-		return nil
-	}
-	if err := r.c.Delete(ctx, spc); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete SecretProviderClass %s: %w", st.Name, err)
-	}
-	return nil
 }

@@ -57,7 +57,7 @@ type Settings struct {
 	// namespace or per-resource secret.
 	Global *Source
 	// TokenSource returns the manager's service-account token for workload identity (audience
-	// api://AzureADTokenExchange), as a kubelet projects it; under `cerulean up` it calls the
+	// api://AzureADTokenExchange), as a kubelet projects it; under `cerulean-local up` it calls the
 	// TokenRequest API. Used when a source has no FederatedTokenFile of its own; nil means
 	// FederatedTokenFile below.
 	TokenSource func(context.Context) (string, error)
@@ -99,6 +99,9 @@ type Credential struct {
 	ClientID       string
 	Kind           Kind
 
+	// secret is the Secret it was read from (namespace, name); empty for the global one.
+	secret types.NamespacedName
+
 	src    Source
 	cached azcore.TokenCredential
 	r      *Resolver
@@ -124,13 +127,13 @@ func (r *Resolver) For(ctx context.Context, obj client.Object) (*Credential, err
 			}
 			return nil, err
 		}
-		return r.credential("secret "+ns+"/"+name, src)
+		return r.fromSecret("secret "+ns+"/"+name, types.NamespacedName{Namespace: ns, Name: name}, src)
 	}
 	if ns != "" {
 		src, err := r.readSecret(ctx, ns, NamespaceSecretName)
 		switch {
 		case err == nil:
-			return r.credential("namespace "+ns+"/"+NamespaceSecretName, src)
+			return r.fromSecret("namespace "+ns+"/"+NamespaceSecretName, types.NamespacedName{Namespace: ns, Name: NamespaceSecretName}, src)
 		case !apierrors.IsNotFound(err):
 			return nil, err
 		}
@@ -159,6 +162,15 @@ func (r *Resolver) readSecret(ctx context.Context, ns, name string) (Source, err
 		return Source{}, fmt.Errorf("credential secret %s/%s: %w", ns, name, err)
 	}
 	return src, nil
+}
+
+func (r *Resolver) fromSecret(source string, secret types.NamespacedName, src Source) (*Credential, error) {
+	c, err := r.credential(source, src)
+	if err != nil {
+		return nil, err
+	}
+	c.secret = secret
+	return c, nil
 }
 
 func (r *Resolver) credential(source string, src Source) (*Credential, error) {

@@ -71,7 +71,7 @@ func setup(t *testing.T) *env {
 		Azure: azure.Config{AuthorityHost: s.AuthorityHost, ResourceManagerEndpoint: s.ResourceManagerEndpoint,
 			ResourceManagerAudience: s.ResourceManagerAudience, CAFile: s.CAFile},
 		Global: &credentials.Source{SubscriptionID: s.SubscriptionID, TenantID: s.TenantID, ClientID: s.ClientID, ClientSecret: s.ClientSecret},
-		// As `cerulean up` does: the manager's token from the TokenRequest API, as a kubelet projects it.
+		// As `cerulean-local up` does: the manager's token from the TokenRequest API, as a kubelet projects it.
 		TokenSource: credentials.ServiceAccountTokenSource(e.cs.CoreV1(), e.systemNS, managerSA, time.Now),
 	}
 	e.r = credentials.NewResolver(e.kube, e.settings)

@@ -15,7 +15,7 @@ import (
 const ExchangeAudience = "api://AzureADTokenExchange"
 
 // ServiceAccountTokenSource is a Settings.TokenSource for a manager that runs outside a pod
-// (`cerulean up`): it asks the TokenRequest API for the service account's token with audience
+// (`cerulean-local up`): it asks the TokenRequest API for the service account's token with audience
 // api://AzureADTokenExchange, as a kubelet projects it, and reuses that token until 80% of its
 // lifetime has passed, as a kubelet rotates it. now is the clock (time.Now in production).
 func ServiceAccountTokenSource(sa corev1client.ServiceAccountsGetter, namespace, name string, now func() time.Time) func(context.Context) (string, error) {

@@ -147,6 +147,20 @@ func EvaluateWith(obj map[string]any, secret map[string]string, exprs []Expressi
 	return out, nil
 }
 
+// Compile checks exprs without evaluating them: each has a kind and a destination and
+// compiles. Callers run it before any side effect, so a bad expression changes nothing.
+func Compile(exprs []Expression) error {
+	for i, e := range exprs {
+		if err := check(e); err != nil {
+			return fmt.Errorf("%s expression %d (%s %q): %w", kindWord(e.Kind), i, e.Name, e.Key, err)
+		}
+		if _, err := program(e.Kind == KindSecret, e.Expr); err != nil {
+			return fmt.Errorf("%s expression %d (%s %q): %w", kindWord(e.Kind), i, e.Name, e.Key, err)
+		}
+	}
+	return nil
+}
+
 func kindWord(k string) string {
 	if k == KindSecret {
 		return "secret"
@@ -154,15 +168,23 @@ func kindWord(k string) string {
 	return "configMap"
 }
 
-func evaluate(obj map[string]any, secret map[string]string, e Expression) ([]Value, error) {
+// check is what an expression needs besides compiling.
+func check(e Expression) error {
 	if e.Kind != KindConfigMap && e.Kind != KindSecret {
-		return nil, fmt.Errorf("%w: kind %q is neither %s nor %s", ErrExpression, e.Kind, KindConfigMap, KindSecret)
+		return fmt.Errorf("%w: kind %q is neither %s nor %s", ErrExpression, e.Kind, KindConfigMap, KindSecret)
 	}
 	if e.Name == "" {
-		return nil, fmt.Errorf("%w: no destination name", ErrExpression)
+		return fmt.Errorf("%w: no destination name", ErrExpression)
 	}
 	if len(e.Expr) > MaxExpressionLength {
-		return nil, fmt.Errorf("%w: longer than %d characters", ErrExpression, MaxExpressionLength)
+		return fmt.Errorf("%w: longer than %d characters", ErrExpression, MaxExpressionLength)
+	}
+	return nil
+}
+
+func evaluate(obj map[string]any, secret map[string]string, e Expression) ([]Value, error) {
+	if err := check(e); err != nil {
+		return nil, err
 	}
 	isSecret := e.Kind == KindSecret
 	p, err := program(isSecret, e.Expr)

@@ -27,9 +27,9 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 )
 
 func TestMain(m *testing.M) { devenvtest.Main(m) }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	"github.com/cerulean/cerulean/internal/controller/patch"
+	"github.com/cerulean/cerulean/internal/controller/record"
 	"github.com/cerulean/cerulean/internal/podidentity"
 )
 
@@ -83,7 +86,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if !opts.Managed && opts.Compute == nil {
 		return fmt.Errorf("set up pod identity controller: no ARM client outside managed mode")
 	}
-	r := &Reconciler{c: mgr.GetClient(), rec: mgr.GetEventRecorder("cerulean-podidentity"), opts: opts}
+	r := &Reconciler{c: mgr.GetClient(), rec: record.New(mgr.GetEventRecorder("cerulean-podidentity")), opts: opts}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Pod{}, indexPodNode, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
@@ -163,88 +166,26 @@ type desired struct {
 	match podidentity.Match
 }
 
-// Reconcile brings one VM or scale set and the AzureAssignedIdentities of its nodes' pods in line.
+// gathered is what one pass reads: the resource's nodes, the assignments its pods need and
+// those that exist, by namespace/name of the AzureAssignedIdentity.
+type gathered struct {
+	comp     *podidentity.Compute
+	want     map[string]desired
+	existing map[string]*aadv1.AzureAssignedIdentity
+}
+
+// Reconcile brings one VM or scale set and the AzureAssignedIdentities of its nodes' pods in
+// line: gather, plan (pure), then apply (create, assign in ARM, delete, record).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	key := req.Name
-	logger := log.FromContext(ctx).WithValues("compute", key)
-	ctx = log.IntoContext(ctx, logger)
-
-	var nodes corev1.NodeList
-	if err := r.c.List(ctx, &nodes); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list nodes: %w", err)
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("compute", req.Name))
+	g, err := r.gather(ctx, req.Name)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	var nodeNames []string
-	var comp *podidentity.Compute
-	for i := range nodes.Items {
-		if keyOf(&nodes.Items[i]) != key {
-			continue
-		}
-		nodeNames = append(nodeNames, nodes.Items[i].Name)
-		if c, err := podidentity.ParseProviderID(nodes.Items[i].Spec.ProviderID); err == nil {
-			comp = &c
-		}
-	}
-	if name, ok := strings.CutPrefix(key, nodeKeyPrefix); ok && !slices.Contains(nodeNames, name) {
-		nodeNames = append(nodeNames, name) // a deleted node: clean up its assignments
-	}
-	var bindings aadv1.AzureIdentityBindingList
-	if err := r.c.List(ctx, &bindings); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list bindings: %w", err)
-	}
-	var ids aadv1.AzureIdentityList
-	if err := r.c.List(ctx, &ids); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list identities: %w", err)
-	}
-	want := map[string]desired{} // namespace/name of the AzureAssignedIdentity
-	existing := map[string]*aadv1.AzureAssignedIdentity{}
-	for _, node := range nodeNames {
-		var pods corev1.PodList
-		if err := r.c.List(ctx, &pods, client.MatchingFields{indexPodNode: node}); err != nil {
-			return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
-		}
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			for _, m := range podidentity.Matches(p, bindings.Items, ids.Items) {
-				want[p.Namespace+"/"+AssignedName(p, m.Binding)] = desired{pod: p, match: m}
-			}
-		}
-		var assigned aadv1.AzureAssignedIdentityList
-		if err := r.c.List(ctx, &assigned, client.MatchingFields{indexAssignedNode: node}); err != nil {
-			return ctrl.Result{}, fmt.Errorf("list assigned identities: %w", err)
-		}
-		for i := range assigned.Items {
-			a := &assigned.Items[i]
-			existing[a.Namespace+"/"+a.Name] = a
-		}
-	}
-
-	// Create what is missing (Created), and find what is no longer wanted.
-	var stale []*aadv1.AzureAssignedIdentity
-	replaced := false
-	for k, a := range existing {
-		d, ok := want[k]
-		if !ok || a.Spec.AzureIdentityRef == nil || !strings.EqualFold(a.Spec.AzureIdentityRef.Spec.ResourceID, d.match.Identity.Spec.ResourceID) {
-			stale = append(stale, a)
-			delete(existing, k)
-			if ok {
-				// Its identity changed: delete it in this pass, create the new one in the next
-				// (same name).
-				delete(want, k)
-				replaced = true
-			}
-		}
-	}
-	var toCreate []*aadv1.AzureAssignedIdentity
-	for k, d := range want {
-		if existing[k] == nil {
-			existing[k] = newAssigned(d)
-			toCreate = append(toCreate, existing[k])
-		}
-	}
-	if err := parallel(ctx, toCreate, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
+	// Namespace grants of identities are checked here, before any Azure call, once the
+	// security work lands.
+	pl := planAssignments(g.want, g.existing)
+	if err := parallel(ctx, pl.create, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
 		if err := r.c.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create assigned identity: %w", err)
 		}
@@ -252,80 +193,198 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	// The identities the resource must carry, and those only stale assignments needed.
-	needed := map[string]string{} // lower-case id -> id
-	for k := range want {
-		if id := existing[k].Spec.AzureIdentityRef.Spec.ResourceID; id != "" {
-			needed[strings.ToLower(id)] = id
-		}
+	out, err := r.assign(ctx, g.comp, pl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.deleteStale(ctx, g.comp, pl.stale, out.removals); err != nil {
+		return ctrl.Result{}, err
 	}
 	result := ctrl.Result{}
-	if replaced {
+	if pl.replaced {
 		result.RequeueAfter = time.Second
 	}
-	failed := map[string]error{}
-	added := map[string]bool{} // identities the controller put on the resource (now or earlier)
-	for _, a := range existing {
-		if a.Annotations[AddedAnnotation] == "true" {
-			added[strings.ToLower(a.Spec.AzureIdentityRef.Spec.ResourceID)] = true
+	return r.record(ctx, g, pl, out, result)
+}
+
+// gather lists the resource's nodes, their pods' matches and their assignments.
+func (r *Reconciler) gather(ctx context.Context, key string) (gathered, error) {
+	g := gathered{want: map[string]desired{}, existing: map[string]*aadv1.AzureAssignedIdentity{}}
+	var nodes corev1.NodeList
+	if err := r.c.List(ctx, &nodes); err != nil {
+		return g, fmt.Errorf("list nodes: %w", err)
+	}
+	var nodeNames []string
+	for i := range nodes.Items {
+		if keyOf(&nodes.Items[i]) != key {
+			continue
+		}
+		nodeNames = append(nodeNames, nodes.Items[i].Name)
+		if c, err := podidentity.ParseProviderID(nodes.Items[i].Spec.ProviderID); err == nil {
+			g.comp = &c
 		}
 	}
-	var removals []string
-	switch {
-	case r.opts.Managed:
-	case comp == nil:
-		for lid := range needed {
-			failed[lid] = fmt.Errorf("node has no Azure spec.providerID (a VM or scale-set instance); cannot assign identities")
+	if name, ok := strings.CutPrefix(key, nodeKeyPrefix); ok && !slices.Contains(nodeNames, name) {
+		nodeNames = append(nodeNames, name) // a deleted node: clean up its assignments
+	}
+	var bindings aadv1.AzureIdentityBindingList
+	if err := r.c.List(ctx, &bindings); err != nil {
+		return g, fmt.Errorf("list bindings: %w", err)
+	}
+	var ids aadv1.AzureIdentityList
+	if err := r.c.List(ctx, &ids); err != nil {
+		return g, fmt.Errorf("list identities: %w", err)
+	}
+	for _, node := range nodeNames {
+		var pods corev1.PodList
+		if err := r.c.List(ctx, &pods, client.MatchingFields{indexPodNode: node}); err != nil {
+			return g, fmt.Errorf("list pods: %w", err)
 		}
-	default:
-		system, current, err := r.opts.Compute.Identities(ctx, *comp)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("read identities of %s: %w", comp.ID, err)
-		}
-		cur := map[string]string{}
-		for _, id := range current {
-			cur[strings.ToLower(id)] = id
-		}
-		var adds []string
-		for lid, id := range needed {
-			if _, ok := cur[lid]; !ok {
-				adds = append(adds, id)
-			}
-		}
-		for _, a := range stale {
-			lid := strings.ToLower(a.Spec.AzureIdentityRef.Spec.ResourceID)
-			if _, stillNeeded := needed[lid]; stillNeeded || a.Annotations[AddedAnnotation] != "true" || slices.Contains(removals, cur[lid]) {
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			if id, on := cur[lid]; on {
-				removals = append(removals, id)
+			for _, m := range podidentity.Matches(p, bindings.Items, ids.Items) {
+				g.want[p.Namespace+"/"+AssignedName(p, m.Binding)] = desired{pod: p, match: m}
 			}
 		}
-		slices.Sort(adds)
-		slices.Sort(removals)
-		if len(adds) > 0 || len(removals) > 0 {
-			done, errs := r.patch(ctx, *comp, system, len(cur), adds, removals)
-			for lid, err := range errs {
-				failed[lid] = err
-			}
-			for _, id := range done {
-				added[strings.ToLower(id)] = true
-			}
-			if len(errs) > 0 && len(done) == 0 && len(adds) == 0 {
-				return ctrl.Result{}, fmt.Errorf("remove identities from %s: %w", comp.ID, firstErr(errs))
-			}
+		var assigned aadv1.AzureAssignedIdentityList
+		if err := r.c.List(ctx, &assigned, client.MatchingFields{indexAssignedNode: node}); err != nil {
+			return g, fmt.Errorf("list assigned identities: %w", err)
+		}
+		for i := range assigned.Items {
+			a := &assigned.Items[i]
+			g.existing[a.Namespace+"/"+a.Name] = a
 		}
 	}
+	return g, nil
+}
 
-	// Delete stale assignments once their identities are off the resource.
+// assignPlan is what a pass changes in Kubernetes: assignments to create, stale ones to delete
+// (after their identities leave the resource), the identities the resource must carry.
+type assignPlan struct {
+	keep     map[string]*aadv1.AzureAssignedIdentity // every wanted assignment, existing or created
+	create   []*aadv1.AzureAssignedIdentity
+	stale    []*aadv1.AzureAssignedIdentity
+	needed   map[string]string // lower-case identity id -> id
+	added    map[string]bool   // identities the controller put on the resource (earlier)
+	replaced bool              // an assignment's identity changed: recreate it next pass
+}
+
+// planAssignments compares the wanted assignments with those that exist. Pure.
+func planAssignments(want map[string]desired, existing map[string]*aadv1.AzureAssignedIdentity) assignPlan {
+	pl := assignPlan{keep: map[string]*aadv1.AzureAssignedIdentity{}, needed: map[string]string{}, added: map[string]bool{}}
+	for k, a := range existing {
+		d, ok := want[k]
+		if !ok || a.Spec.AzureIdentityRef == nil || !strings.EqualFold(a.Spec.AzureIdentityRef.Spec.ResourceID, d.match.Identity.Spec.ResourceID) {
+			pl.stale = append(pl.stale, a)
+			// An identity that changed is deleted in this pass, created in the next (same name).
+			pl.replaced = pl.replaced || ok
+			continue
+		}
+		pl.keep[k] = a
+	}
+	slices.SortFunc(pl.stale, func(a, b *aadv1.AzureAssignedIdentity) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for k, d := range want {
+		if _, stale := existing[k]; stale && pl.keep[k] == nil {
+			continue
+		}
+		if pl.keep[k] == nil {
+			pl.keep[k] = newAssigned(d)
+			pl.create = append(pl.create, pl.keep[k])
+		}
+		if id := pl.keep[k].Spec.AzureIdentityRef.Spec.ResourceID; id != "" {
+			pl.needed[strings.ToLower(id)] = id
+		}
+	}
+	for _, a := range pl.keep {
+		if a.Annotations[AddedAnnotation] == "true" {
+			pl.added[strings.ToLower(a.Spec.AzureIdentityRef.Spec.ResourceID)] = true
+		}
+	}
+	return pl
+}
+
+// identityChanges are the additions to and removals from the resource's identities: what is
+// needed and not on it, and what only stale assignments the controller made needed. Pure.
+func identityChanges(needed map[string]string, stale []*aadv1.AzureAssignedIdentity, cur map[string]string) (adds, removals []string) {
+	for lid, id := range needed {
+		if _, ok := cur[lid]; !ok {
+			adds = append(adds, id)
+		}
+	}
+	for _, a := range stale {
+		lid := strings.ToLower(a.Spec.AzureIdentityRef.Spec.ResourceID)
+		if _, stillNeeded := needed[lid]; stillNeeded || a.Annotations[AddedAnnotation] != "true" || slices.Contains(removals, cur[lid]) {
+			continue
+		}
+		if id, on := cur[lid]; on {
+			removals = append(removals, id)
+		}
+	}
+	slices.Sort(adds)
+	slices.Sort(removals)
+	return adds, removals
+}
+
+// assigned is what the ARM step did: failures by lower-case identity id, identities added,
+// identities removed.
+type assigned struct {
+	failed   map[string]error
+	added    map[string]bool
+	removals []string
+}
+
+// assign puts the needed identities on the resource and takes the stale ones off, in one PATCH.
+func (r *Reconciler) assign(ctx context.Context, comp *podidentity.Compute, pl assignPlan) (assigned, error) {
+	out := assigned{failed: map[string]error{}, added: pl.added}
+	switch {
+	case r.opts.Managed:
+		return out, nil
+	case comp == nil:
+		for lid := range pl.needed {
+			out.failed[lid] = fmt.Errorf("node has no Azure spec.providerID (a VM or scale-set instance); cannot assign identities")
+		}
+		return out, nil
+	}
+	system, current, err := r.opts.Compute.Identities(ctx, *comp)
+	if err != nil {
+		return out, fmt.Errorf("read identities of %s: %w", comp.ID, err)
+	}
+	cur := map[string]string{}
+	for _, id := range current {
+		cur[strings.ToLower(id)] = id
+	}
+	adds, removals := identityChanges(pl.needed, pl.stale, cur)
+	out.removals = removals
+	if len(adds) == 0 && len(removals) == 0 {
+		return out, nil
+	}
+	done, errs := r.patch(ctx, *comp, system, len(cur), adds, removals)
+	for lid, err := range errs {
+		out.failed[lid] = err
+	}
+	for _, id := range done {
+		out.added[strings.ToLower(id)] = true
+	}
+	if len(errs) > 0 && len(done) == 0 && len(adds) == 0 {
+		return out, fmt.Errorf("remove identities from %s: %w", comp.ID, firstErr(errs))
+	}
+	return out, nil
+}
+
+// deleteStale deletes stale assignments once their identities are off the resource.
+func (r *Reconciler) deleteStale(ctx context.Context, comp *podidentity.Compute, stale []*aadv1.AzureAssignedIdentity, removals []string) error {
 	if err := parallel(ctx, stale, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
 		if err := r.c.Delete(ctx, a); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete assigned identity: %w", err)
 		}
 		return nil
 	}); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	for _, a := range stale {
 		if slices.ContainsFunc(removals, func(id string) bool { return strings.EqualFold(id, a.Spec.AzureIdentityRef.Spec.ResourceID) }) {
@@ -333,36 +392,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 				"Removed identity %s from %s: no pod on it needs it any more", a.Spec.AzureIdentityRef.Spec.ResourceID, comp.ID)
 		}
 	}
-	// Move the others to Assigned, or record why not.
-	var toUpdate []*aadv1.AzureAssignedIdentity
-	before := map[*aadv1.AzureAssignedIdentity]*aadv1.AzureAssignedIdentity{}
-	for k := range want {
-		a := existing[k]
-		lid := strings.ToLower(a.Spec.AzureIdentityRef.Spec.ResourceID)
-		b := a.DeepCopy()
-		if a.Annotations == nil {
-			a.Annotations = map[string]string{}
-		}
-		if err := failed[lid]; err != nil {
-			a.Status.Status, a.Status.Message = aadv1.AssignedIDCreated, clipMsg(err.Error())
-			result.RequeueAfter = r.opts.RetryAfter
-		} else {
-			a.Status.Status, a.Status.Message = aadv1.AssignedIDAssigned, ""
-			if comp != nil && !r.opts.Managed {
-				a.Annotations[ComputeAnnotation] = comp.ID
-				a.Annotations[AddedAnnotation] = fmt.Sprint(added[lid])
-			}
-		}
-		if b.Status == a.Status && maps(b.Annotations, a.Annotations) {
-			continue
-		}
-		before[a] = b
-		toUpdate = append(toUpdate, a)
-	}
+	return nil
+}
+
+// record moves each kept assignment to Assigned, or records why not: one patch of what changed
+// (status and annotations) per assignment, through the shared patch helper.
+func (r *Reconciler) record(ctx context.Context, g gathered, pl assignPlan, out assigned, result ctrl.Result) (ctrl.Result, error) {
 	var mu sync.Mutex
-	if err := parallel(ctx, toUpdate, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
-		if err := r.c.Update(ctx, a); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	err := parallel(ctx, slices.Collect(maps.Values(pl.keep)), func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
+		b := a.DeepCopy()
+		ph, err := patch.New(r.c, a, patch.WithoutStatusSubresource())
+		if err != nil {
+			return err
+		}
+		wait := assignmentState(a, g.comp, r.opts.Managed, out)
+		if wait {
+			mu.Lock()
+			result.RequeueAfter = r.opts.RetryAfter
+			mu.Unlock()
+		}
+		if !ph.Changed(a) {
+			return nil
+		}
+		if err := ph.Patch(ctx, a); err != nil {
+			if apierrors.IsNotFound(err) {
 				mu.Lock()
 				result.RequeueAfter = time.Second
 				mu.Unlock()
@@ -370,7 +423,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			}
 			return fmt.Errorf("update assigned identity: %w", err)
 		}
-		b := before[a]
 		switch {
 		case a.Status.Status == aadv1.AssignedIDAssigned && b.Status.Status != aadv1.AssignedIDAssigned:
 			r.rec.Eventf(a, a.Spec.AzureBindingRef, corev1.EventTypeNormal, ReasonAssigned, "Assign", "Identity %s assigned for pod %s/%s",
@@ -380,10 +432,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 				a.Spec.AzureIdentityRef.Spec.ResourceID, a.Spec.PodNamespace, a.Spec.Pod, a.Status.Message)
 		}
 		return nil
-	}); err != nil {
-		return ctrl.Result{}, err
+	})
+	return result, err
+}
+
+// assignmentState sets an assignment's status and annotations from the ARM step; it reports
+// whether the assignment failed (the pass comes back after RetryAfter). Pure.
+func assignmentState(a *aadv1.AzureAssignedIdentity, comp *podidentity.Compute, managed bool, out assigned) bool {
+	lid := strings.ToLower(a.Spec.AzureIdentityRef.Spec.ResourceID)
+	if a.Annotations == nil {
+		a.Annotations = map[string]string{}
 	}
-	return result, nil
+	if err := out.failed[lid]; err != nil {
+		a.Status.Status, a.Status.Message = aadv1.AssignedIDCreated, clipMsg(err.Error())
+		return true
+	}
+	a.Status.Status, a.Status.Message = aadv1.AssignedIDAssigned, ""
+	if comp != nil && !managed {
+		a.Annotations[ComputeAnnotation] = comp.ID
+		a.Annotations[AddedAnnotation] = fmt.Sprint(out.added[lid])
+	}
+	return false
 }
 
 // patch makes one PATCH with every addition and removal; when Azure refuses it naming some of
@@ -442,18 +511,6 @@ func firstErr(m map[string]error) error {
 		return e
 	}
 	return nil
-}
-
-func maps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }
 
 func clipMsg(s string) string {

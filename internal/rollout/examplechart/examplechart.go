@@ -1,6 +1,6 @@
 // Package examplechart is the example application chart for `cerulean rollout`: the test-app
 // image reading one Key Vault secret with its workload identity. The rollout tests deploy it,
-// and `cerulean up --clusters` writes it next to its example rollout file.
+// and `cerulean-local up --clusters` writes it next to its example rollout file.
 package examplechart
 
 import (

@@ -15,9 +15,9 @@ import (
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
-	"github.com/cerulean/cerulean/internal/devenv/fleet"
 	"github.com/cerulean/cerulean/internal/rollout"
 	"github.com/cerulean/cerulean/internal/rollout/examplechart"
+	"github.com/cerulean/cerulean/internal/rollout/fleet"
 )
 
 // Names of the lab.
@@ -36,7 +36,7 @@ const (
 type Lab struct {
 	// File is the rollout file's path.
 	File string
-	// Azure is the bootstrap principal's configuration (what `cerulean cloud env` gives).
+	// Azure is the bootstrap principal's configuration (what `cerulean-local cloud env` gives).
 	Azure azure.Config
 	// ClusterIDs, Planes: cluster i is bound to Planes[i].
 	ClusterIDs []string

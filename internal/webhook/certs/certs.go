@@ -61,7 +61,7 @@ type Options struct {
 	MutatingWebhooks   []string
 	ValidatingWebhooks []string
 	// DNSNames and IPAddresses are the serving certificate's names (the Service's DNS names in a
-	// cluster; 127.0.0.1 under `cerulean up`).
+	// cluster; 127.0.0.1 under `cerulean-local up`).
 	DNSNames    []string
 	IPAddresses []net.IP
 	// CAValidity and CertValidity default to a year and 30 days. Each is renewed once less

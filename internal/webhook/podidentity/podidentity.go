@@ -132,7 +132,7 @@ const (
 )
 
 // ClientConfig says how kube-apiserver reaches the webhook server: exactly one of Service (in a
-// cluster) or URL (https://HOST:PORT under `cerulean up`); Path is appended to either.
+// cluster) or URL (https://HOST:PORT under `cerulean-local up`); Path is appended to either.
 type ClientConfig struct {
 	Service  *admissionregistrationv1.ServiceReference
 	URL      string

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 )
 

@@ -1,7 +1,7 @@
 // Package webhooks puts the manager's admission webhooks together: the webhook server with
 // certificates from internal/webhook/certs, the workload identity handler, pod identity's
 // admission check (internal/webhook/podidentity), and the registration
-// (by URL on loopback under `cerulean up`, through a Service in a cluster).
+// (by URL on loopback under `cerulean-local up`, through a Service in a cluster).
 //
 // The manager calls it in two steps, because the server's TLS must exist when the manager is
 // created:
@@ -38,7 +38,7 @@ import (
 type Options struct {
 	// Namespace holds the CA Secret (the manager's namespace).
 	Namespace string
-	// Host and Port are where the server listens; under `cerulean up` Host is 127.0.0.1.
+	// Host and Port are where the server listens; under `cerulean-local up` Host is 127.0.0.1.
 	Host string
 	Port int
 	// Service, when set, is how kube-apiserver reaches the server in a cluster; the serving

@@ -18,8 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
-	"github.com/cerulean/cerulean/internal/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
@@ -28,7 +28,7 @@ import (
 
 func TestMain(m *testing.M) { devenvtest.Main(m) }
 
-// A controller-runtime manager set up the way `cerulean manager` does under `cerulean up`:
+// A controller-runtime manager set up the way `cerulean manager` does under `cerulean-local up`:
 // certificates of its own, served on loopback, registered by URL; kube-apiserver mutates a
 // labelled pod through it, with the service account read from the manager's cache; and pod
 // identity's admission check refuses, through the same server, a pod labelled with a binding's

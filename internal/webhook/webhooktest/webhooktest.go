@@ -1,4 +1,4 @@
-// Package webhooktest serves the workload identity webhook in a test the way `cerulean up`
+// Package webhooktest serves the workload identity webhook in a test the way `cerulean-local up`
 // serves it: on loopback, with a certificate of a CA of its own, registered with kube-apiserver
 // by URL. Only tests import it.
 package webhooktest

@@ -103,7 +103,7 @@ func (h *Handler) serviceAccount(ctx context.Context, key types.NamespacedName) 
 }
 
 // ClientConfig says how kube-apiserver reaches the webhook: a Service in a cluster, or a URL
-// (on loopback under `cerulean up`, where no pod runs).
+// (on loopback under `cerulean-local up`, where no pod runs).
 type ClientConfig struct {
 	Service  *admissionregistrationv1.ServiceReference // Path is set to the webhook's
 	URL      string                                    // base URL, https://HOST:PORT; Path is appended
@@ -152,7 +152,7 @@ func Configuration(cc ClientConfig) (*admissionregistrationv1.MutatingWebhookCon
 	}, nil
 }
 
-// Apply creates or updates the webhook's configuration (under `cerulean up`, where the manager
+// Apply creates or updates the webhook's configuration (under `cerulean-local up`, where the manager
 // registers itself by URL; in a cluster the chart installs it and the CA injector keeps it).
 func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
 	want, err := Configuration(cc)

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	"github.com/cerulean/cerulean/internal/cloud/store"
@@ -135,25 +136,51 @@ func (p *Provider) decode(r *arm.Request, k kind) (body, error) {
 	return b, nil
 }
 
+// put is the PUT skeleton with the identity planned (and the assign actions checked) before
+// the transaction, from what is stored now; the transaction applies the plan.
 func (p *Provider) put(k kind) arm.Handler {
 	return func(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-		b, err := p.decode(r, k)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		if err := arm.CheckLocation(b.Location); err != nil {
-			return httpx.Response{}, err
-		}
-		return p.write(ctx, r, k, func(cur *arm.Resource, st *stored) error {
-			cur.Location, cur.Tags = arm.NormalizeLocation(b.Location), b.Tags
-			props, err := withoutSecrets(b.Properties)
-			if err != nil {
+		var want plan
+		var checked []armid.ID
+		spec := arm.Put[body]{
+			Type: k.typ, Depth: 3, Name: checkName,
+			Check: func(ctx context.Context, r *arm.Request, b *body) error {
+				if len(b.Properties) > 0 && !isObject(b.Properties) {
+					return arm.ErrInvalidContent("the value at 'properties' must be an object.")
+				}
+				var err error
+				want, checked, err = p.planWrite(ctx, r, k, b.Identity, false)
 				return err
-			}
-			st.Properties, st.SKU, st.Zones, st.Plan = props, b.SKU, b.Zones, b.Plan
-			return nil
-		}, b.Identity, false)
+			},
+			Apply: func(tx *store.Tx, res *arm.Resource, created bool, b *body) error {
+				st := stored{UniqueID: uuid.NewString(), Created: p.svc.Now().UTC()}
+				if !created {
+					if err := json.Unmarshal(res.Properties, &st); err != nil {
+						return err
+					}
+				}
+				var err error
+				if st.Identity, err = p.applyTx(tx, r.ID, st.Identity, want, checked); err != nil {
+					return err
+				}
+				if st.Properties, err = withoutSecrets(b.Properties); err != nil {
+					return err
+				}
+				st.SKU, st.Zones, st.Plan = b.SKU, b.Zones, b.Plan
+				res.Properties, err = json.Marshal(st)
+				return err
+			},
+			View: func(r arm.Resource) any { return view(r, k) },
+		}
+		return spec.Serve(ctx, r)
 	}
+}
+
+func checkName(name string) error {
+	if !computeName.MatchString(name) {
+		return arm.ErrInvalidName(name, "Names must have 1 to 64 letters, digits, '-', '_' or '.', start with a letter or digit and not end with '.' or '-'.")
+	}
+	return nil
 }
 
 func (p *Provider) patch(k kind) arm.Handler {
@@ -190,7 +217,9 @@ func (p *Provider) patch(k kind) arm.Handler {
 
 // write is PUT's and PATCH's common path: plan the identity from what is stored now, check the
 // assign action for each identity added, then store everything in one transaction.
-func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(*arm.Resource, *stored) error, ib *identityBody, merge bool) (httpx.Response, error) {
+// planWrite plans the identity from what is stored now and checks the assign action for each
+// identity added.
+func (p *Provider) planWrite(ctx context.Context, r *arm.Request, k kind, ib *identityBody, merge bool) (plan, []armid.ID, error) {
 	var cur *identity
 	if err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
 		res, err := arm.GetTx(tx, r.ID)
@@ -206,14 +235,23 @@ func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(
 		cur = st.Identity
 		return nil
 	}); err != nil {
-		return httpx.Response{}, err
+		return plan{}, nil, err
 	}
 	want, err := p.planIdentity(cur, ib, merge)
 	if err != nil {
-		return httpx.Response{}, err
+		return plan{}, nil, err
 	}
 	checked := added(cur, want)
 	if err := p.checkAssign(ctx, r, k.action+"write", checked); err != nil {
+		return plan{}, nil, err
+	}
+	return want, checked, nil
+}
+
+// write is PATCH's path: plan, then store everything in one transaction.
+func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(*arm.Resource, *stored) error, ib *identityBody, merge bool) (httpx.Response, error) {
+	want, checked, err := p.planWrite(ctx, r, k, ib, merge)
+	if err != nil {
 		return httpx.Response{}, err
 	}
 	var out arm.Resource

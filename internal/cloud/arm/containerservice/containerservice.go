@@ -58,7 +58,7 @@ func Register(svc *arm.Service) *Provider {
 	)
 	for _, rt := range []arm.Route{
 		{Method: http.MethodGet, Type: ClusterType, Collection: true, Action: clusterAction + "read", Handle: p.list, Example: rg + "/providers/Microsoft.ContainerService/managedClusters"},
-		{Method: http.MethodPut, Type: ClusterType, Action: clusterAction + "write", Handle: p.put, Example: mc},
+		{Method: http.MethodPut, Type: ClusterType, Action: clusterAction + "write", Handle: p.putSpec().Serve, Example: mc},
 		{Method: http.MethodPatch, Type: ClusterType, Action: clusterAction + "write", Handle: p.patch, Example: mc},
 		{Method: http.MethodGet, Type: ClusterType, Action: clusterAction + "read", Handle: p.get, Example: mc},
 		{Method: http.MethodDelete, Type: ClusterType, Action: clusterAction + "delete", Handle: p.delete, Example: mc},
@@ -182,64 +182,33 @@ func merge(cur properties, body map[string]json.RawMessage) (properties, error) 
 	return next, nil
 }
 
-func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	if err := placed(r.ID); err != nil {
-		return httpx.Response{}, err
-	}
-	name := r.ID.Name()
-	if !clusterName.MatchString(name) {
-		return httpx.Response{}, arm.ErrInvalidName(name, "Managed cluster names must have 1 to 63 characters, contain only letters, digits, '-' and '_', and start and end with a letter or digit.")
-	}
-	var body clusterBody
-	if err := r.Decode(&body); err != nil {
-		return httpx.Response{}, err
-	}
-	if err := arm.CheckLocation(body.Location); err != nil {
-		return httpx.Response{}, err
-	}
-	if err := arm.ValidateTags(body.Tags); err != nil {
-		return httpx.Response{}, err
-	}
-	var out arm.Resource
-	created := false
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-			return err
-		}
-		cur, err := arm.GetTx(tx, r.ID)
-		var props properties
-		switch {
-		case err == nil:
-			if err := json.Unmarshal(cur.Properties, &props); err != nil {
+// putSpec is the cluster's PUT on the skeleton: a create gets its issuer id, every PUT merges
+// the body's properties into the stored ones.
+func (p *Provider) putSpec() arm.Put[clusterBody] {
+	return arm.Put[clusterBody]{
+		Type: ClusterType, Depth: 3,
+		Name: func(name string) error {
+			if !clusterName.MatchString(name) {
+				return arm.ErrInvalidName(name, "Managed cluster names must have 1 to 63 characters, contain only letters, digits, '-' and '_', and start and end with a letter or digit.")
+			}
+			return nil
+		},
+		Apply: func(_ *store.Tx, res *arm.Resource, created bool, b *clusterBody) error {
+			var props properties
+			if created {
+				props.IssuerID = uuid.NewString()
+			} else if err := json.Unmarshal(res.Properties, &props); err != nil {
 				return fmt.Errorf("decode stored cluster: %w", err)
 			}
-			out = cur
-		case arm.IsNotFound(err):
-			props.IssuerID = uuid.NewString()
-			out = arm.Resource{ID: r.ID.String(), Name: name, Type: ClusterType}
-			created = true
-		default:
+			props, err := merge(props, b.Properties)
+			if err != nil {
+				return err
+			}
+			res.Properties, err = json.Marshal(props)
 			return err
-		}
-		if props, err = merge(props, body.Properties); err != nil {
-			return err
-		}
-		raw, err := json.Marshal(props)
-		if err != nil {
-			return err
-		}
-		out.Properties = raw
-		out.Location, out.Tags = arm.NormalizeLocation(body.Location), body.Tags
-		return arm.PutTx(tx, out)
-	})
-	if err != nil {
-		return httpx.Response{}, err
+		},
+		View: func(r arm.Resource) any { return p.view(r) },
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	return httpx.Response{Status: status, Body: p.view(out)}, nil
 }
 
 // patch updates tags, as the SDK's BeginUpdateTags does.

@@ -10,6 +10,8 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/arm/containerservice"
 	"github.com/cerulean/cerulean/internal/cloud/arm/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/arm/managedidentity"
+	"github.com/cerulean/cerulean/internal/cloud/arm/postgresql"
+	"github.com/cerulean/cerulean/internal/cloud/arm/redis"
 	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	"github.com/cerulean/cerulean/internal/cloud/arm/storage"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
@@ -80,6 +82,14 @@ var providerDefaults = []struct {
 		{"Go", "armstorage/v2@v2.0.0", "2025-01-01"},
 		{"JavaScript", "@azure/arm-storage@21.0.0", "2026-09-01"},
 		{"Python", "azure-mgmt-storage (_metadata.json)", "2025-08-01"},
+	}},
+	{"postgresql", []string{postgresql.ServerType, postgresql.DatabaseType, postgresql.FirewallType, postgresql.ConfigType}, []sdkDefault{
+		{"Go", "armpostgresqlflexibleservers/v5@v5.0.0", "2025-08-01"},
+		{"ASO", "azure-service-operator/v2@v2.13.0", "2024-08-01"},
+	}},
+	{"redis", []string{redis.CacheType, redis.FirewallType}, []sdkDefault{
+		{"Go", "armredis/v3@v3.3.0", "2024-11-01"},
+		{"ASO", "azure-service-operator/v2@v2.13.0", "2023-08-01"},
 	}},
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
-// child is a `cerulean cloud` process with ARM client options and the Owner's credential for it.
+// child is a `cerulean-local cloud` process with ARM client options and the Owner's credential for it.
 type child struct {
 	*cloudtest.Process
 	opts *arm.ClientOptions
@@ -37,7 +37,7 @@ func TestKill9UnderConcurrentPUTs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the cerulean binary")
 	}
-	bin := cloudtest.BuildCerulean(t)
+	bin := cloudtest.BuildCeruleanLocal(t)
 	dataDir := t.TempDir()
 	c := startChild(t, bin, dataDir)
 	sub := c.Env["AZURE_SUBSCRIPTION_ID"]

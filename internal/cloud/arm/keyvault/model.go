@@ -239,6 +239,7 @@ func registryOf(r arm.Resource, p vaultProperties, port int) kv.Vault {
 		RBAC: p.EnableRbacAuthorization != nil && *p.EnableRbacAuthorization, AccessPolicies: p.AccessPolicies,
 		SoftDelete: p.EnableSoftDelete == nil || *p.EnableSoftDelete, RetentionDays: int(deref(p.SoftDeleteRetentionInDays, 90)),
 		PurgeProtection: p.EnablePurgeProtection != nil && *p.EnablePurgeProtection,
+		Premium:         p.SKU != nil && p.SKU.Name == "premium",
 	}
 }
 

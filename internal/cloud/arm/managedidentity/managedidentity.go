@@ -58,7 +58,7 @@ func Register(svc *arm.Service, dir *entra.Directory) *Provider {
 	)
 	for _, rt := range []arm.Route{
 		{Method: http.MethodGet, Type: IdentityType, Collection: true, Action: identityAction + "read", Handle: p.listIdentities, Example: rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities"},
-		{Method: http.MethodPut, Type: IdentityType, Action: identityAction + "write", Handle: p.putIdentity, Example: mi},
+		{Method: http.MethodPut, Type: IdentityType, Action: identityAction + "write", Handle: p.putSpec().Serve, Example: mi},
 		{Method: http.MethodPatch, Type: IdentityType, Action: identityAction + "write", Handle: p.patchIdentity, Example: mi},
 		{Method: http.MethodGet, Type: IdentityType, Action: identityAction + "read", Handle: p.getIdentity, Example: mi},
 		{Method: http.MethodDelete, Type: IdentityType, Action: identityAction + "delete", Handle: p.deleteIdentity, Example: mi},
@@ -85,11 +85,6 @@ type identityProperties struct {
 	ClientID    string `json:"clientId"`
 }
 
-type identityBody struct {
-	Location string            `json:"location"`
-	Tags     map[string]string `json:"tags"`
-}
-
 type identityJSON struct {
 	ID         string             `json:"id"`
 	Name       string             `json:"name"`
@@ -113,65 +108,32 @@ func placed(id armid.ID, depth int) error {
 	return nil
 }
 
-func (p *Provider) putIdentity(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	if err := placed(r.ID, 3); err != nil {
-		return httpx.Response{}, err
-	}
-	name := r.ID.Name()
-	if !identityName.MatchString(name) {
-		return httpx.Response{}, arm.ErrInvalidName(name, "User assigned identity names must start with a letter or digit, have 3 to 128 characters, and contain only letters, digits, '-' and '_'.")
-	}
-	var body identityBody
-	if err := r.Decode(&body); err != nil {
-		return httpx.Response{}, err
-	}
-	if err := arm.CheckLocation(body.Location); err != nil {
-		return httpx.Response{}, err
-	}
-	if err := arm.ValidateTags(body.Tags); err != nil {
-		return httpx.Response{}, err
-	}
-	var out arm.Resource
-	created := false
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-			return err
-		}
-		cur, err := arm.GetTx(tx, r.ID)
-		loc := arm.NormalizeLocation(body.Location)
-		switch {
-		case err == nil:
-			if cur.Location != loc {
-				return arm.Errorf(http.StatusConflict, "InvalidResourceLocation",
-					"The resource '%s' already exists in location '%s' in resource group '%s'. A resource with the same name cannot be created in location '%s'.",
-					cur.Name, cur.Location, r.ID.ResourceGroup(), loc)
+// putSpec is the identity's PUT on the skeleton: a create makes the identity's principal in
+// the same transaction (the service makes its ids); an update changes only the tags.
+func (p *Provider) putSpec() arm.Put[arm.Envelope] {
+	return arm.Put[arm.Envelope]{
+		Type: IdentityType, Depth: 3,
+		Name: func(name string) error {
+			if !identityName.MatchString(name) {
+				return arm.ErrInvalidName(name, "User assigned identity names must start with a letter or digit, have 3 to 128 characters, and contain only letters, digits, '-' and '_'.")
 			}
-			out = cur
-		case arm.IsNotFound(err):
-			// The service makes the identity's ids; its principal is created in the same transaction.
+			return nil
+		},
+		Apply: func(tx *store.Tx, res *arm.Resource, created bool, _ *arm.Envelope) error {
+			if !created {
+				return nil
+			}
 			pr, err := p.dir.CreatePrincipalTx(tx, entra.Principal{
-				TenantID: p.svc.TenantID(), Kind: entra.KindManagedIdentity, DisplayName: name, ResourceID: r.ID.String(),
+				TenantID: p.svc.TenantID(), Kind: entra.KindManagedIdentity, DisplayName: res.Name, ResourceID: res.ID,
 			})
 			if err != nil {
 				return err
 			}
-			props, _ := json.Marshal(identityProperties{TenantID: pr.TenantID, PrincipalID: pr.ObjectID, ClientID: pr.ClientID})
-			out = arm.Resource{ID: r.ID.String(), Name: name, Type: IdentityType, Properties: props}
-			created = true
-		default:
+			res.Properties, err = json.Marshal(identityProperties{TenantID: pr.TenantID, PrincipalID: pr.ObjectID, ClientID: pr.ClientID})
 			return err
-		}
-		out.Location, out.Tags = loc, body.Tags
-		return arm.PutTx(tx, out)
-	})
-	if err != nil {
-		return httpx.Response{}, err
+		},
+		View: func(r arm.Resource) any { return identityView(r) },
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	return httpx.Response{Status: status, Body: identityView(out)}, nil
 }
 
 func (p *Provider) patchIdentity(ctx context.Context, r *arm.Request) (httpx.Response, error) {

@@ -1,7 +1,8 @@
-// Package storage is the Microsoft.Storage provider of the local cloud: storage accounts as far
-// as the manager exports their connection details (create, update, get, list, delete, listKeys,
-// regenerateKey, primaryEndpoints, checkNameAvailability). There is no data plane: the endpoints
-// are path-style URLs on the cloud's origin, reserved for one.
+// Package storage is the Microsoft.Storage provider of the local cloud: storage accounts (create,
+// update, get, list, delete, listKeys, regenerateKey, primaryEndpoints, checkNameAvailability)
+// and their blob containers, queues and tables as ARM children. The data planes
+// (internal/cloud/storage) answer under the accounts' public names and authorize with the keys
+// kept here; the children live in the data plane, so ARM and the data plane always agree.
 package storage
 
 import (
@@ -10,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -46,7 +48,8 @@ const nameRule = "Storage account names must be between 3 and 24 characters in l
 // Provider serves Microsoft.Storage.
 type Provider struct {
 	svc  *arm.Service
-	base string // the cloud's origin, for the endpoints
+	base string    // the cloud's origin
+	data DataPlane // nil until SetDataPlane
 }
 
 // Register adds the provider's types and routes to svc; baseURL is the cloud's origin.
@@ -62,7 +65,7 @@ func Register(svc *arm.Service, baseURL string) *Provider {
 	)
 	// An action's scope is the account (the collection's parent: the default).
 	for _, rt := range []arm.Route{
-		{Method: http.MethodPut, Type: AccountType, Action: action + "write", Handle: p.put, Example: sa},
+		{Method: http.MethodPut, Type: AccountType, Action: action + "write", Handle: p.putSpec().Serve, Example: sa},
 		{Method: http.MethodPatch, Type: AccountType, Action: action + "write", Handle: p.patch, Example: sa},
 		{Method: http.MethodGet, Type: AccountType, Action: action + "read", Handle: p.get, Example: sa},
 		{Method: http.MethodDelete, Type: AccountType, Action: action + "delete", Handle: p.delete, Example: sa},
@@ -73,6 +76,7 @@ func Register(svc *arm.Service, baseURL string) *Provider {
 	} {
 		svc.Handle(rt)
 	}
+	p.registerChildren()
 	return p
 }
 
@@ -115,72 +119,51 @@ func newKey(name string, now time.Time) key {
 	return key{Name: name, Value: base64.StdEncoding.EncodeToString(b), Created: now}
 }
 
-func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, error) {
-	if err := placed(r.ID); err != nil {
-		return httpx.Response{}, err
-	}
-	name := r.ID.Name()
-	if !accountName.MatchString(name) {
-		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "AccountNameInvalid", "%s is not a valid storage account name. %s", clip(name, 64), nameRule)
-	}
-	var b body
-	if err := r.Decode(&b); err != nil {
-		return httpx.Response{}, err
-	}
-	if err := arm.CheckLocation(b.Location); err != nil {
-		return httpx.Response{}, err
-	}
-	switch {
-	case b.SKU == nil || b.SKU.Name == "" || len(b.SKU.Name) > 64:
-		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "MissingRequiredProperty", "The 'sku.name' property is required.")
-	case len(b.Kind) > 64:
-		return httpx.Response{}, arm.ErrBadRequest("The 'kind' property is invalid.")
-	case len(b.Properties) > 0 && !isObject(b.Properties):
-		return httpx.Response{}, arm.ErrInvalidContent("the value at 'properties' must be an object.")
-	}
-	if err := arm.ValidateTags(b.Tags); err != nil {
-		return httpx.Response{}, err
-	}
-	if b.Kind == "" {
-		b.Kind = "StorageV2"
-	}
-	var out arm.Resource
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
-			return err
-		}
-		res, err := arm.GetTx(tx, r.ID)
-		var st stored
-		switch {
-		case err == nil:
-			if err := json.Unmarshal(res.Properties, &st); err != nil {
+// putSpec is the account's PUT on the skeleton. Storage answers a create with 200 (or 202),
+// never 201: armstorage accepts only those.
+func (p *Provider) putSpec() arm.Put[body] {
+	return arm.Put[body]{
+		Type: AccountType, Depth: 3, CreatedStatus: http.StatusOK,
+		Name: func(name string) error {
+			if !accountName.MatchString(name) {
+				return arm.Errorf(http.StatusBadRequest, "AccountNameInvalid", "%s is not a valid storage account name. %s", clip(name, 64), nameRule)
+			}
+			return nil
+		},
+		Check: func(_ context.Context, _ *arm.Request, b *body) error {
+			switch {
+			case b.SKU == nil || b.SKU.Name == "" || len(b.SKU.Name) > 64:
+				return arm.Errorf(http.StatusBadRequest, "MissingRequiredProperty", "The 'sku.name' property is required.")
+			case len(b.Kind) > 64:
+				return arm.ErrBadRequest("The 'kind' property is invalid.")
+			case len(b.Properties) > 0 && !isObject(b.Properties):
+				return arm.ErrInvalidContent("the value at 'properties' must be an object.")
+			}
+			if b.Kind == "" {
+				b.Kind = "StorageV2"
+			}
+			return nil
+		},
+		Apply: func(tx *store.Tx, res *arm.Resource, created bool, b *body) error {
+			var st stored
+			if created {
+				if taken, err := p.takenTx(tx, res.Name); err != nil {
+					return err
+				} else if taken {
+					return arm.Errorf(http.StatusConflict, "StorageAccountAlreadyTaken", "The storage account named %s is already taken.", res.Name)
+				}
+				now := p.svc.Now().UTC()
+				st = stored{Keys: []key{newKey("key1", now), newKey("key2", now)}, Created: now}
+			} else if err := json.Unmarshal(res.Properties, &st); err != nil {
 				return err
 			}
-		case arm.IsNotFound(err):
-			if taken, err := p.takenTx(tx, name); err != nil {
-				return err
-			} else if taken {
-				return arm.Errorf(http.StatusConflict, "StorageAccountAlreadyTaken", "The storage account named %s is already taken.", name)
-			}
-			now := p.svc.Now().UTC()
-			res = arm.Resource{ID: r.ID.String(), Name: name, Type: AccountType}
-			st = stored{Keys: []key{newKey("key1", now), newKey("key2", now)}, Created: now}
-		default:
+			st.SKU, st.Kind, st.Properties = b.SKU.Name, b.Kind, b.Properties
+			var err error
+			res.Properties, err = json.Marshal(st)
 			return err
-		}
-		res.Location, res.Tags = arm.NormalizeLocation(b.Location), b.Tags
-		st.SKU, st.Kind, st.Properties = b.SKU.Name, b.Kind, b.Properties
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		out = res
-		return arm.PutTx(tx, res)
-	})
-	if err != nil {
-		return httpx.Response{}, err
+		},
+		View: func(r arm.Resource) any { return p.view(r) },
 	}
-	// Storage answers a create with 200 (or 202), never 201: armstorage accepts only those.
-	return httpx.Response{Body: p.view(out)}, nil
 }
 
 // patch updates tags, sku and kind when given and merges the top-level properties.
@@ -301,6 +284,12 @@ func (p *Provider) list(ctx context.Context, r *arm.Request) (httpx.Response, er
 func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, error) {
 	if err := placed(r.ID); err != nil {
 		return httpx.Response{}, err
+	}
+	// The account's data goes first: a failure leaves the account, so the delete can be retried.
+	if p.data != nil {
+		if err := p.data.DeleteAccountData(ctx, r.ID.Name()); err != nil {
+			return httpx.Response{}, fmt.Errorf("delete the data of storage account %s: %w", r.ID.Name(), err)
+		}
 	}
 	found, err := p.svc.DeleteIfPresent(ctx, r.ID)
 	if err != nil {
@@ -427,11 +416,16 @@ type accountJSON struct {
 	Properties map[string]any    `json:"properties"`
 }
 
-// Endpoints are the account's primaryEndpoints: path-style, on the cloud's origin.
+// Endpoints are the account's primaryEndpoints: Azure's public names, where the cloud serves
+// blob, queue and table (through its proxy, or its DNS); file, dfs and web are not served.
 func (p *Provider) Endpoints(account string) map[string]string {
 	out := map[string]string{}
 	for _, svc := range []string{"blob", "queue", "table", "file", "dfs", "web"} {
-		out[svc] = p.base + "/storage/" + svc + "/" + account + "/"
+		host := svc + ".core.windows.net"
+		if svc == "web" {
+			host = "z1.web.core.windows.net"
+		}
+		out[svc] = "https://" + account + "." + host + "/"
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package storage_test
 import (
 	"log/slog"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,9 +52,8 @@ func minimal() armstorage.AccountCreateParameters {
 }
 
 func TestStorageAccountLifecycle(t *testing.T) {
-	c, accounts := start(t)
+	_, accounts := start(t)
 	ctx := t.Context()
-	base := c.Settings().URL
 	acct, err := create(t, accounts, "rg", "stcerulean1", minimal())
 	if err != nil {
 		t.Fatal(err)
@@ -65,11 +63,11 @@ func TestStorageAccountLifecycle(t *testing.T) {
 		*acct.Kind != armstorage.KindStorageV2 || *p.MinimumTLSVersion != armstorage.MinimumTLSVersionTLS12 {
 		t.Fatalf("created: %+v", acct)
 	}
-	if p.PrimaryEndpoints == nil || *p.PrimaryEndpoints.Blob != base+"/storage/blob/stcerulean1/" || !strings.HasPrefix(*p.PrimaryEndpoints.Queue, base) {
+	if p.PrimaryEndpoints == nil || *p.PrimaryEndpoints.Blob != "https://stcerulean1.blob.core.windows.net/" || *p.PrimaryEndpoints.Queue != "https://stcerulean1.queue.core.windows.net/" {
 		t.Fatalf("primary endpoints: %+v", p.PrimaryEndpoints)
 	}
 	got, err := accounts.GetProperties(ctx, "rg", "stcerulean1", nil)
-	if err != nil || *got.ID != *acct.ID || *got.Properties.PrimaryEndpoints.Table != base+"/storage/table/stcerulean1/" {
+	if err != nil || *got.ID != *acct.ID || *got.Properties.PrimaryEndpoints.Table != "https://stcerulean1.table.core.windows.net/" {
 		t.Fatalf("get: %v %+v", err, got)
 	}
 

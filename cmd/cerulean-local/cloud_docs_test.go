@@ -63,7 +63,7 @@ func TestDocsCloud(t *testing.T) {
 	if len(blocks) < 4 {
 		t.Fatalf("found %d shell blocks in docs/cloud.md", len(blocks))
 	}
-	bin := cloudtest.BuildCerulean(t)
+	bin := cloudtest.BuildCeruleanLocal(t)
 	work := t.TempDir()
 	// A failing block must not leave the background cloud holding the output pipe open.
 	script := "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + strings.Join(blocks, "\n")

@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
-// startCloudProcess starts `cerulean cloud -v` (every request logged) on a free port, waits for
-// its env file, the readiness signal, and checks that `cerulean cloud env` printed every export.
+// startCloudProcess starts `cerulean-local cloud -v` (every request logged) on a free port, waits for
+// its env file, the readiness signal, and checks that `cerulean-local cloud env` printed every export.
 func startCloudProcess(t *testing.T, bin, dir string) *cloudtest.Process {
 	t.Helper()
 	p := cloudtest.StartProcess(t, bin, dir, "-v")
@@ -64,10 +65,10 @@ func call(ctx context.Context, hc *http.Client, token, method, url string, body 
 	return resp.StatusCode, out, nil
 }
 
-// TestCloudSurvivesKill9 kills `cerulean cloud` with SIGKILL during concurrent writes and checks
+// TestCloudSurvivesKill9 kills `cerulean-local cloud` with SIGKILL during concurrent writes and checks
 // that every write it acknowledged with a 2xx reads back after a restart.
 func TestCloudSurvivesKill9(t *testing.T) {
-	bin := cloudtest.BuildCerulean(t)
+	bin := cloudtest.BuildCeruleanLocal(t)
 	dir := filepath.Join(t.TempDir(), "cloud")
 	first := startCloudProcess(t, bin, dir)
 	env := first.Env
@@ -168,8 +169,8 @@ func TestCloudSurvivesKill9(t *testing.T) {
 // TestCloudEnvWithoutCloud: `cloud env` on a directory no cloud used fails with a hint.
 func TestCloudEnvWithoutCloud(t *testing.T) {
 	var out bytes.Buffer
-	err := runCloudEnv(&out, t.TempDir())
-	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "cerulean cloud --data-dir") {
+	err := cloud.PrintEnv(&out, t.TempDir())
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "cerulean-local cloud --data-dir") {
 		t.Fatalf("got %v", err)
 	}
 }

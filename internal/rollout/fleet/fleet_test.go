@@ -12,8 +12,8 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
-	"github.com/cerulean/cerulean/internal/devenv/fleet"
 	"github.com/cerulean/cerulean/internal/rollout"
+	"github.com/cerulean/cerulean/internal/rollout/fleet"
 )
 
 // What `up` does on every start, twice on the same cloud (a restart): the clusters keep their

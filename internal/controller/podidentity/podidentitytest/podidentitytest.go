@@ -54,7 +54,7 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 // CRDDir is config/crd/bases of this module.
 func CRDDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd", "bases")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "config", "crd", "bases")
 }
 
 // InstallCRDs creates the aadpodidentity.k8s.io CRDs (if absent) and waits until they are

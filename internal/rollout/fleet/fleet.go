@@ -1,7 +1,7 @@
 // Package fleet makes local control planes a fleet in the local cloud, as `cerulean rollout`
 // expects one: each is registered as a Microsoft.ContainerService managedCluster bound to its own
 // service-account issuer, a shared RBAC Key Vault holds a secret, and a rollout file names them.
-// `cerulean up --clusters` and the rollout tests (rollouttest) share it.
+// `cerulean-local up --clusters` and the rollout tests (rollouttest) share it.
 package fleet
 
 import (

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -42,7 +40,7 @@ func newCloudCommand() *cobra.Command {
 				}
 				opts.Faults = &cfg
 			}
-			return runCloud(cmd.Context(), opts)
+			return cloud.Run(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "HTTPS listen address (port 0 picks a free port)")
@@ -57,15 +55,6 @@ func newCloudCommand() *cobra.Command {
 	return cmd
 }
 
-func runCloud(ctx context.Context, opts cloud.Options) error {
-	c, err := cloud.Start(ctx, opts)
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return c.Close()
-}
-
 func newCloudEnvCommand() *cobra.Command {
 	dataDir, compute := "", ""
 	viaProxy := false
@@ -78,46 +67,16 @@ func newCloudEnvCommand() *cobra.Command {
 				return fmt.Errorf("--compute and --proxy exclude each other")
 			}
 			if compute != "" {
-				return runComputeEnv(cmd.OutOrStdout(), dataDir, compute)
+				return cloud.PrintComputeEnv(cmd.OutOrStdout(), dataDir, compute)
 			}
 			if viaProxy {
-				return runProxyEnv(cmd.OutOrStdout(), dataDir)
+				return cloud.PrintProxyEnv(cmd.OutOrStdout(), dataDir)
 			}
-			return runCloudEnv(cmd.OutOrStdout(), dataDir)
+			return cloud.PrintEnv(cmd.OutOrStdout(), dataDir)
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultCloudDataDir(), "the cloud's data directory; $CERULEAN_CLOUD_DATA_DIR sets the default")
 	cmd.Flags().BoolVar(&viaProxy, "proxy", false, "print what a client with default settings needs: HTTPS_PROXY, NO_PROXY, the CA and the bootstrap principal, no endpoints")
 	cmd.Flags().StringVar(&compute, "compute", "", "print only IDENTITY_ENDPOINT, IDENTITY_HEADER and SSL_CERT_FILE for code on this VM or scale set (resource id)")
 	return cmd
-}
-
-func runCloudEnv(out io.Writer, dataDir string) error {
-	env, err := cloud.ReadEnv(dataDir)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(out, env)
-	return err
-}
-
-// runProxyEnv prints the exports for clients that use the cloud through its proxy.
-func runProxyEnv(out io.Writer, dataDir string) error {
-	env, err := cloud.ReadProxyEnv(dataDir)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(out, env)
-	return err
-}
-
-// runComputeEnv prints what code on one VM or scale set needs for its managed identities, and
-// nothing of the bootstrap principal.
-func runComputeEnv(out io.Writer, dataDir, resourceID string) error {
-	lines, err := cloud.ComputeEnv(dataDir, resourceID)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(out, cloud.FormatEnv(lines))
-	return err
 }

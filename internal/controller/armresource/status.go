@@ -1,0 +1,86 @@
+package armresource
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cerulean/cerulean/api/shared"
+)
+
+// finishPass writes the pass's status and metadata in one go (only what changed), records an
+// Event when Ready changed, and tells controller-runtime what to do next.
+func (p *pass) finishPass(ctx context.Context, o Outcome, err error) (ctrl.Result, error) {
+	next, transition, cerr := nextStatus(p.orig, p.status, p.armSeen, o, p.obj.GetGeneration(), p.r.opts.Now())
+	if cerr != nil {
+		return ctrl.Result{}, cerr
+	}
+	p.obj.Object["status"] = next
+	if perr := p.ph.Patch(ctx, p.obj); perr != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(perr)
+	}
+	if transition {
+		p.r.event(p.obj, o)
+	}
+	return o.result(err)
+}
+
+// nextStatus is the status a pass leaves: ARM's view when the pass read it (else the old one)
+// and the Ready condition. transition reports a change of Ready's status, severity or reason.
+func nextStatus(orig, armView map[string]any, seen bool, o Outcome, generation int64, now time.Time) (map[string]any, bool, error) {
+	next := map[string]any{}
+	if seen {
+		for k, v := range armView {
+			next[k] = v
+		}
+	} else {
+		for k, v := range orig {
+			if k != "conditions" {
+				next[k] = deepCopy(v)
+			}
+		}
+	}
+	conds, transition := setReady(conditionsOf(orig), o, generation, now)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
+		C []shared.Condition `json:"c"`
+	}{conds})
+	if err != nil {
+		return nil, false, fmt.Errorf("encode conditions: %w", err)
+	}
+	next["conditions"] = raw["c"]
+	return next, transition, nil
+}
+
+// event records Ready's transition: Warning for a Warning or Error severity.
+func (r *Reconciler) event(obj *unstructured.Unstructured, o Outcome) {
+	typ := corev1.EventTypeNormal
+	if o.Severity == shared.SeverityWarning || o.Severity == shared.SeverityError {
+		typ = corev1.EventTypeWarning
+	}
+	msg := o.Message
+	if msg == "" {
+		msg = "Ready is " + string(o.Status)
+	}
+	r.recorder.Eventf(obj, nil, typ, o.Reason, "Reconcile", "%s", msg)
+}
+
+func conditionsOf(status map[string]any) []shared.Condition {
+	raw, ok := status["conditions"]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var conds []shared.Condition
+	_ = json.Unmarshal(b, &conds)
+	return conds
+}

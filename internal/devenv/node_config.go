@@ -22,6 +22,11 @@ const (
 	ClusterCIDR = "10.244.0.0/16"
 	// ServiceCIDR is the cluster's service address range.
 	ServiceCIDR = "10.0.0.0/24"
+	// EngineCIDR is where the local cloud's PostgreSQL servers and Redis caches take their
+	// addresses when pods must reach them (cloud.Options.EngineNet): not the pod network, but
+	// local to this machine by the cloud's route, so a pod's packets to it go up the bridge to
+	// the host with the pod's own source address.
+	EngineCIDR = "10.245.0.0/16"
 	// NodePodCIDR is the node's pod subnet.
 	NodePodCIDR = "10.244.0.0/24"
 	// NodeIP is the bridge's address: the node's InternalIP and every pod's gateway.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -114,6 +115,7 @@ func Run(ctx context.Context, opts Options) error {
 		DataDir:   filepath.Join(dataDir, "cloud"),
 		TrustCAs:  trust,
 		Logger:    slog.New(slog.NewJSONHandler(cloudLog, nil)),
+		EngineNet: engineNet(opts.Node),
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("start the local cloud: %w (stop whatever holds it, or pass --cloud-addr or --proxy-addr)", err)
@@ -281,4 +283,14 @@ Use it:
 
 %sCtrl-C stops everything; run again with the same --data-dir to resume.
 `, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath, clusters)
+}
+
+// engineNet is where the cloud's engines take their addresses: with a node, on a network its
+// pods reach (devenv.EngineCIDR), so a pod connects to NAME.postgres.database.azure.com as the
+// cloud's DNS answers it; without one, loopback addresses, which need no root.
+func engineNet(node bool) netip.Prefix {
+	if !node {
+		return netip.Prefix{}
+	}
+	return netip.MustParsePrefix(devenv.EngineCIDR)
 }

@@ -27,6 +27,9 @@
 //	test-app lookup NAME...  resolves each name with the pod's resolver and prints one line per
 //	                      name: its addresses, or "notfound" (NXDOMAIN); any other failure
 //	                      (a timeout) is an error
+//	test-app dial         connects to PostgreSQL (PG_DSN, PGPASSWORD) with pgx and to Redis
+//	                      (REDIS_URL) with go-redis, writes and reads back a value in each and
+//	                      prints one line per service (never a secret)
 //	test-app sleep        waits for SIGTERM
 //	test-app echo WORDS   prints its arguments and waits for SIGTERM (a container with logs)
 package main
@@ -227,6 +230,8 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 		return nil
 	case "lookup":
 		return lookup(ctx, args, out)
+	case "dial":
+		return dial(ctx, os.Getenv, out)
 	case "sleep":
 		<-ctx.Done()
 		return nil

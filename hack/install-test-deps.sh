@@ -3,7 +3,8 @@
 #   az    (azure-cli) internal/cloud's TestAzureCLI, the CLI block of docs/cloud.md
 #   curl  (curl)      internal/cloud's TestHTTP2AnswersArriveWhole (needs HTTP/2 support)
 #   node, npm         internal/cloud's TestJavaScriptSDK (the machine image may already bring Node.js 20)
-#   ip, iptables      internal/nodeagent's network-path tests (as root; they skip otherwise)
+#   jq    (jq)        cmd/cerulean-local's TestDocsCloud (docs/cloud.md's blocks use it)
+#   ip, iptables      internal/nodeagent's network-path tests (as root; they fail under CI=true otherwise)
 # With arguments, only those programs (e.g. `hack/install-test-deps.sh az`). Idempotent: nothing
 # is fetched when everything is there. To add a program, add a line to the table below.
 set -euo pipefail
@@ -14,6 +15,7 @@ table=(
 	"curl      curl       curl_has_http2"
 	"node      nodejs     true"
 	"npm       npm        true"
+	"jq        jq         true"
 	"ip        iproute2   true"
 	"iptables  iptables   true"
 )

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 // shellBlocks returns the ```sh blocks of a Markdown file, except those marked "# (untested)"
@@ -54,11 +55,7 @@ func shellBlocks(t *testing.T, path string) []string {
 // TestDocsCloud runs every tested shell block of docs/cloud.md, in order, in one shell, with the
 // freshly built binary first on PATH.
 func TestDocsCloud(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	testenv.Tools(t, "hack/install-test-deps.sh (make test-deps)", "bash", "curl", "jq")
 	blocks := shellBlocks(t, filepath.Join("..", "..", "docs", "cloud.md"))
 	if len(blocks) < 4 {
 		t.Fatalf("found %d shell blocks in docs/cloud.md", len(blocks))

@@ -16,6 +16,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 // jsFiles are copied from testdata/js into the test's working directory.
@@ -49,7 +50,7 @@ func installJS(t *testing.T) string {
 	}
 	ping := exec.CommandContext(t.Context(), "npm", "ping", "--loglevel=error")
 	if pout, perr := ping.CombinedOutput(); perr != nil {
-		t.Skipf("the npm registry is not reachable from this machine, so the pinned JavaScript SDKs cannot be installed "+
+		testenv.Missing(t, "the npm registry is not reachable from this machine, so the pinned JavaScript SDKs cannot be installed "+
 			"(npm ping: %v: %s)", perr, strings.TrimSpace(string(pout)))
 	}
 	t.Fatalf("npm ci: %v\n%s", err, out)
@@ -88,7 +89,7 @@ func TestJavaScriptSDK(t *testing.T) {
 	for _, n := range nodeVersions(t) {
 		t.Run("scenario/"+n.name, func(t *testing.T) {
 			if n.path == "" {
-				t.Skipf("Debian's Node.js is not unpacked at %s: run hack/install-debian-node.sh (make test-deps)", debianNode())
+				testenv.Missing(t, "Debian's Node.js is not unpacked at %s: hack/install-debian-node.sh (make test-deps) unpacks it", debianNode())
 			}
 			runScenario(t, work, n)
 		})

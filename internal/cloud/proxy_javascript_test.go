@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 // TestJavaScriptSDKThroughProxy runs the JavaScript SDK with its defaults (testdata/js-proxy:
@@ -16,11 +18,7 @@ import (
 // and writes and reads a secret under Azure's public names. It needs node and npm; without
 // them, or without access to the npm registry, it skips.
 func TestJavaScriptSDKThroughProxy(t *testing.T) {
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	testenv.Tools(t, "hack/install-test-deps.sh (make test-deps)", "node", "npm")
 	work := t.TempDir()
 	for _, f := range []string{"package.json", "package-lock.json", "defaults.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "js-proxy", f))
@@ -34,7 +32,7 @@ func TestJavaScriptSDKThroughProxy(t *testing.T) {
 	install := exec.CommandContext(t.Context(), "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 	install.Dir = work
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Skipf("npm ci failed (no registry access?): %v\n%s", err, out)
+		t.Fatalf("npm ci: %v\n%s", err, out)
 	}
 
 	e := startProxied(t)

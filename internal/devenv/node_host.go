@@ -64,57 +64,6 @@ var fixedPaths = []string{"/var/lib/cni", "/var/log/containers", "/run/container
 // ErrNodeInUse reports that another node runs on this machine.
 var ErrNodeInUse = errors.New("another cerulean node runs on this machine")
 
-// hostLock is the machine-wide node lock.
-type hostLock struct{ f *os.File }
-
-// lockHost takes the machine's node lock, waiting up to wait for another node to stop.
-func lockHost(ctx context.Context, wait time.Duration, progress func(string)) (*hostLock, error) {
-	if err := os.MkdirAll(hostDir, 0o700); err != nil {
-		return nil, fmt.Errorf("lock the node: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(hostDir, hostLockFile), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock the node: %w", err)
-	}
-	deadline := time.Now().Add(wait)
-	announced := false
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return &hostLock{f: f}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock the node: %w", err)
-		}
-		owner := "unknown"
-		if r, rerr := readHostRecord(); rerr == nil && r != nil {
-			owner = fmt.Sprintf("pid %d, data directory %s", r.PID, r.DataDir)
-		}
-		if time.Now().After(deadline) {
-			_ = f.Close()
-			return nil, fmt.Errorf("%w (%s): stop it first, or run without a node", ErrNodeInUse, owner)
-		}
-		if !announced {
-			progress(fmt.Sprintf("waiting for the node of another cerulean (%s) to stop…", owner))
-			announced = true
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, fmt.Errorf("lock the node: %w", ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-func (l *hostLock) release() {
-	if l != nil && l.f != nil {
-		_ = l.f.Close()
-		l.f = nil
-	}
-}
-
 func readHostRecord() (*hostRecord, error) {
 	b, err := os.ReadFile(filepath.Join(hostDir, hostRecordFile))
 	if errors.Is(err, os.ErrNotExist) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,18 +12,15 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 // An agent told to keep its rules leaves its DNAT when it stops, so that pods' IMDS requests
 // are refused until the next agent instead of reaching the node's IMDS; the next agent takes the
 // table over with its own port.
 func TestKeepRulesOnExit(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the test writes nftables rules")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skipf("needs nft (apt-get install nftables): %v", err)
-	}
+	testenv.Root(t, "the test writes nftables rules")
+	testenv.Tools(t, "hack/install-node.sh (make node)", "nft")
 	cp := devenvtest.ControlPlane(t)
 	podidentitytest.InstallCRDs(t, cp.RESTConfig)
 	table := "cerulean-nmi-k" + tag()

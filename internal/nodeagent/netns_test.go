@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 // The test's network: pods are network namespaces with a veth pair to the host, in
@@ -25,16 +26,10 @@ import (
 // needRoot skips the test unless it runs as root with ip and nft (the observer of the agent's rules).
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the test creates network namespaces, veth pairs and nftables rules")
-	}
-	for _, bin := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs %s (apt-get install iproute2 nftables): %v", bin, err)
-		}
-	}
+	testenv.Root(t, "the test creates network namespaces, veth pairs and nftables rules")
+	testenv.Tools(t, "hack/install-node.sh (make node)", "ip", "nft")
 	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
-		t.Skipf("ip netns unavailable: %v: %s", err, out)
+		testenv.Missing(t, "ip netns unavailable: %v: %s", err, out)
 	}
 	nodeagent.LeaveNetnsDirAsFound(t)
 }

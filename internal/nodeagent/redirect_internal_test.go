@@ -12,6 +12,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 func TestNewRedirectRefusesBadInput(t *testing.T) {
@@ -44,12 +46,8 @@ func TestNewRedirectRefusesBadInput(t *testing.T) {
 // The rules written over netlink are the ones nft would write for the same text: nft reads them
 // back as that text, so users see and debug them with nft, and Ensure repairs them.
 func TestRedirectRulesAsNftReadsThem(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the test writes nftables rules")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skipf("needs nft (apt-get install nftables): %v", err)
-	}
+	testenv.Root(t, "the test writes nftables rules")
+	testenv.Tools(t, "hack/install-node.sh (make node)", "nft")
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	table := "cerulean-redirect-test-" + hex.EncodeToString(b)
@@ -113,9 +111,7 @@ func TestRedirectRulesAsNftReadsThem(t *testing.T) {
 // reset) and the client connects again, to the agent. Other connections keep theirs. In a
 // network namespace of the test's own, where 169.254.169.254 is a local address.
 func TestInstallForgetsConnectionsToIMDS(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the test makes a network namespace and nftables rules")
-	}
+	testenv.Root(t, "the test makes a network namespace and nftables rules")
 	LeaveNetnsDirAsFound(t) // registered first: it runs after the namespace is deleted
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

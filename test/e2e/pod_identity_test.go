@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/images"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 )
@@ -149,7 +151,13 @@ spec:
 }
 
 // removeAgentTable removes the node agent's nftables table that an up killed with SIGKILL
-// leaves (the next up's agent would replace it; a test leaves nothing behind).
-func removeAgentTable() {
-	_ = exec.Command("nft", "delete", "table", "ip", nodeagent.DefaultTable).Run()
+// leaves (the next up's agent would replace it; a test leaves nothing behind). Only under the
+// node lock: the table is machine-wide, and while another package's node runs, it is that node's.
+func removeAgentTable(t *testing.T) {
+	err := devenv.WithNodeLock(context.Background(), 0, func() {
+		_ = exec.Command("nft", "delete", "table", "ip", nodeagent.DefaultTable).Run()
+	})
+	if err != nil && !errors.Is(err, devenv.ErrNodeInUse) {
+		t.Error(err)
+	}
 }

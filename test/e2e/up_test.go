@@ -107,7 +107,6 @@ func checkProxyEnv(t *testing.T, dir string, env map[string]string) {
 // of that one leaves nothing of the node on the machine.
 func TestUpKilledLeavesNoChildren(t *testing.T) {
 	dir := t.TempDir()
-	before := readSysctls(t)
 	up := startUp(t, dir)
 	env := waitForEnv(t, up, dir)
 	if len(childrenOf(dir)) == 0 {
@@ -115,7 +114,14 @@ func TestUpKilledLeavesNoChildren(t *testing.T) {
 	}
 	node := hasNode(t)
 	var cs kubernetes.Interface
+	var before map[string]string
 	if node {
+		// What up found under the node lock: read here, a package's node could change them
+		// between this test reading them itself and up taking the lock.
+		var err error
+		if before, err = devenv.RecordedSysctls(); err != nil || len(before) == 0 {
+			t.Fatalf("the node's record of the sysctls it found: %v, %v", before, err)
+		}
 		cs = clientset(t, env["KUBECONFIG"])
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "survivor"},
@@ -149,7 +155,11 @@ func TestUpKilledLeavesNoChildren(t *testing.T) {
 	if left := devenv.NodeLeftovers(dir); len(left) > 0 {
 		t.Errorf("after a Ctrl-C of up, the node left behind: %v", left)
 	}
-	if after := readSysctls(t); !maps.Equal(before, after) {
+	var after map[string]string
+	if err := devenv.WithNodeLock(t.Context(), 10*time.Minute, func() { after = readSysctls(t) }); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(before, after) {
 		t.Errorf("sysctls before up %v, after %v", before, after)
 	}
 }
@@ -229,7 +239,7 @@ func startUp(t *testing.T, dir string, args ...string) *upProcess {
 			t.Errorf("clean up the node: %v", err)
 		}
 		if os.Geteuid() == 0 {
-			removeAgentTable()
+			removeAgentTable(t)
 		}
 		if t.Failed() {
 			t.Logf("cerulean-local up output:\n%s", p.output)

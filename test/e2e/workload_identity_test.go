@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/images"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 )
@@ -198,8 +199,13 @@ func TestWorkloadIdentityFromManifestsUnderUp(t *testing.T) {
 
 	stopAndCheck(t, up, dir, syscall.SIGINT)
 	if node {
-		if out, err := exec.Command("nft", "list", "table", "ip", nodeagent.DefaultTable).CombinedOutput(); err == nil {
-			t.Errorf("the node agent's nftables table is left after up stopped:\n%s", out)
+		// Under the node lock: once up stopped, another package's node may own the table.
+		if err := devenv.WithNodeLock(t.Context(), 10*time.Minute, func() {
+			if out, err := exec.Command("nft", "list", "table", "ip", nodeagent.DefaultTable).CombinedOutput(); err == nil {
+				t.Errorf("the node agent's nftables table is left after up stopped:\n%s", out)
+			}
+		}); err != nil {
+			t.Error(err)
 		}
 	}
 }

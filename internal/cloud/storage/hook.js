@@ -14,3 +14,21 @@ const store = require(path.join(process.env.CERULEAN_AZURITE_DIR, "node_modules/
 store.prototype.getAccount = function (name) {
 	return /^[a-z0-9]{3,24}$/.test(name) ? { name, key1: key } : undefined;
 };
+
+// When the cloud dies, the kernel sends Azurite its death signal (SIGTERM) once per reparenting:
+// from the thread that started it to another of the cloud's threads, then to init. Azurite's
+// handler runs once, so a second SIGTERM would end the process mid-save and lose every write
+// since the last autosave. Repeats are ignored here; a SIGTERM that arrives before Azurite
+// installs its handler ends the process at once (nothing to save yet).
+let azuriteSaving = false;
+process.on("SIGTERM", () => {
+	if (process.listenerCount("SIGTERM") > 1) {
+		azuriteSaving = true;
+		// Should Azurite's shutdown hang, still exit; unref'd so a finished save is not delayed.
+		setTimeout(() => process.exit(1), 30000).unref();
+		return;
+	}
+	if (!azuriteSaving) {
+		process.exit(143);
+	}
+});

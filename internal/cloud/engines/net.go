@@ -2,6 +2,7 @@ package engines
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -38,7 +39,9 @@ func block(n netip.Prefix, dir string) (netip.Prefix, error) {
 	free := 24 - n.Bits() // the bits of the /24's index within n
 	idx := (uint32(sum[0])<<16 | uint32(sum[1])<<8 | uint32(sum[2])) & (1<<free - 1)
 	v |= idx << 8
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), 0}), 24), nil
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.PrefixFrom(netip.AddrFrom4(b), 24), nil
 }
 
 // localRoute is the route that makes p local to the host.

@@ -2,6 +2,7 @@ package devenv_test
 
 import (
 	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -95,7 +96,8 @@ func TestPodReachesDataPlanesUnderAzureNames(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "conn"}, StringData: map[string]string{
 		"PGPASSWORD": password,
-		"REDIS_URL":  "rediss://:" + *keys.PrimaryKey + "@" + cacheName + ".redis.cache.windows.net:6380/0",
+		// The key is base64: '/' and '+' must be escaped in a URL's userinfo.
+		"REDIS_URL": (&url.URL{Scheme: "rediss", User: url.UserPassword("", *keys.PrimaryKey), Host: cacheName + ".redis.cache.windows.net:6380", Path: "/0"}).String(),
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cerulean/cerulean/internal/manifests"
 )
 
 // Cerulean's manager as users run it: `cerulean manager`, built from this source tree, its CRDs
@@ -37,7 +39,7 @@ func (s *ceruleanState) install(ctx context.Context) error {
 	}
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
-		docs, err := readYAMLObjects(f)
+		docs, err := manifests.ReadFile(f)
 		if err != nil {
 			return err
 		}

@@ -6,20 +6,17 @@
 package azure
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 )
 
@@ -60,13 +57,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 
 // IsPublic reports whether the configuration names Azure's public cloud (no authority, or
 // Microsoft's own).
-func (c Config) IsPublic() bool {
-	if c.AuthorityHost == "" {
-		return true
-	}
-	u, err := url.Parse(c.AuthorityHost)
-	return err == nil && strings.EqualFold(u.Hostname(), "login.microsoftonline.com")
-}
+func (c Config) IsPublic() bool { return IsPublicAuthority(c.AuthorityHost) }
 
 // ClientOptions are the options every SDK client of this cloud takes: its authority and ARM
 // endpoint, and a transport that trusts CAFile. Go reads SSL_CERT_FILE once per process, so the
@@ -126,54 +117,11 @@ func (c Config) Credential() (azcore.TokenCredential, error) {
 		}
 		cc.Certificate = pem
 	}
-	cred, err := c.NewCredential(cc, opts)
+	cred, err := NewCredential(cc, opts)
 	if err != nil && c.ClientSecret == "" {
 		return nil, fmt.Errorf("client certificate %s: %w", c.ClientCertificatePath, err)
 	}
 	return cred, err
-}
-
-// ClientCredential is what an application authenticates with to Entra ID: a client secret, a
-// certificate (PEM or PKCS#12, with its key), or an assertion such as a projected
-// service-account token (workload identity federation). The first one set is used.
-type ClientCredential struct {
-	TenantID            string
-	ClientID            string
-	Secret              string
-	Certificate         []byte
-	CertificatePassword string
-	Assertion           func(context.Context) (string, error)
-}
-
-// NewCredential builds a new credential for cc with opts (usually ClientOptions of this Config,
-// computed once and shared so that credentials share one transport). Each credential keeps its
-// own token cache: a new one asks Entra ID for a token on first use. Errors never carry the
-// secret material.
-func (c Config) NewCredential(cc ClientCredential, opts azcore.ClientOptions) (azcore.TokenCredential, error) {
-	if cc.TenantID == "" || cc.ClientID == "" {
-		return nil, fmt.Errorf("%w: tenant and client id are required", ErrIncomplete)
-	}
-	noDiscovery := !c.IsPublic()
-	switch {
-	case cc.Secret != "":
-		return azidentity.NewClientSecretCredential(cc.TenantID, cc.ClientID, cc.Secret,
-			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
-	case len(cc.Certificate) > 0:
-		var password []byte
-		if cc.CertificatePassword != "" {
-			password = []byte(cc.CertificatePassword)
-		}
-		certs, key, err := azidentity.ParseCertificates(cc.Certificate, password)
-		if err != nil {
-			return nil, fmt.Errorf("parse client certificate: %w", err)
-		}
-		return azidentity.NewClientCertificateCredential(cc.TenantID, cc.ClientID, certs, key,
-			&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
-	case cc.Assertion != nil:
-		return azidentity.NewClientAssertionCredential(cc.TenantID, cc.ClientID, cc.Assertion,
-			&azidentity.ClientAssertionCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
-	}
-	return nil, fmt.Errorf("%w: a client secret, certificate or assertion is required", ErrIncomplete)
 }
 
 // ARMOptions are ClientOptions for the arm* clients.

@@ -12,6 +12,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/arm/authorization"
 	"github.com/cerulean/cerulean/internal/cloud/arm/compute"
 	"github.com/cerulean/cerulean/internal/cloud/arm/containerservice"
+	"github.com/cerulean/cerulean/internal/cloud/arm/generic"
 	"github.com/cerulean/cerulean/internal/cloud/arm/managedidentity"
 	"github.com/cerulean/cerulean/internal/cloud/arm/resources"
 	"github.com/cerulean/cerulean/internal/cloud/arm/storage"
@@ -46,6 +47,7 @@ func (c *Cloud) startARM(ctx context.Context, opts Options, boot bootstrap) erro
 	compute.Register(c.arm, c.entra.Directory)
 	storageProvider := storage.Register(c.arm, c.settings.URL)
 	containerservice.Register(c.arm)
+	generic.Register(c.arm)
 	if err := c.registerEngines(opts); err != nil {
 		return err
 	}

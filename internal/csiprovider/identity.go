@@ -144,16 +144,13 @@ func (p *prover) credential(c cloudEnv, m *mount) (azcore.TokenCredential, error
 	if err != nil {
 		return nil, err
 	}
-	noDiscovery := !cfg.IsPublic()
 	switch m.mode {
 	case AuthWorkloadIdentity:
 		saToken := m.saToken
-		return azidentity.NewClientAssertionCredential(m.tenantID, m.clientID,
-			func(context.Context) (string, error) { return saToken, nil },
-			&azidentity.ClientAssertionCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+		return azure.NewCredential(azure.ClientCredential{TenantID: m.tenantID, ClientID: m.clientID,
+			Assertion: func(context.Context) (string, error) { return saToken, nil }}, opts)
 	case AuthServicePrincipal:
-		return azidentity.NewClientSecretCredential(m.tenantID, m.clientID, m.clientSecret,
-			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery})
+		return azure.NewCredential(azure.ClientCredential{TenantID: m.tenantID, ClientID: m.clientID, Secret: m.clientSecret}, opts)
 	case AuthPodIdentity:
 		return &azure.PodIdentityCredential{Endpoint: p.podURL, PodName: m.podName, PodNamespace: m.podNamespace}, nil
 	case AuthVMManagedIdentity:

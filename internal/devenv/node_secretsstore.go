@@ -1,13 +1,11 @@
 package devenv
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,13 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cerulean/cerulean/internal/kubeletplugin"
+	"github.com/cerulean/cerulean/internal/manifests"
 	"github.com/cerulean/cerulean/internal/pki"
 )
 
@@ -206,28 +203,14 @@ func (n *Node) applySecretsStoreManifests(ctx context.Context, dir string, audie
 	if err != nil {
 		return fmt.Errorf("install the secrets store CSI driver: %w", err)
 	}
-	var crds []string
+	var all []*unstructured.Unstructured
 	for _, name := range secretsStoreManifests {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		objs, err := manifests.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("install the secrets store CSI driver: %w", err)
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("install the secrets store CSI driver: decode %s: %w", name, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			switch u.GetKind() {
-			case "CustomResourceDefinition":
-				crds = append(crds, u.GetName())
-			case "CSIDriver":
+		for _, u := range objs {
+			if u.GetKind() == "CSIDriver" {
 				var reqs []any
 				for _, a := range audiences {
 					reqs = append(reqs, map[string]any{"audience": a})
@@ -240,17 +223,13 @@ func (n *Node) applySecretsStoreManifests(ctx context.Context, dir string, audie
 					return err
 				}
 			}
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("cerulean"), client.ForceOwnership); err != nil {
-				return fmt.Errorf("install the secrets store CSI driver: apply %s %s: %w", u.GetKind(), u.GetName(), err)
-			}
 		}
+		all = append(all, objs...)
 	}
-	for _, name := range crds {
-		if err := n.waitReady(ctx, time.Minute, "CRD "+name, crdEstablished(c, name)); err != nil {
-			return err
-		}
+	if err := manifests.Apply(ctx, c, "cerulean", all...); err != nil {
+		return fmt.Errorf("install the secrets store CSI driver: %w", err)
 	}
-	return nil
+	return manifests.WaitEstablished(ctx, c, time.Minute, all...)
 }
 
 // recreateIfDifferent deletes an existing CSIDriver whose spec differs from want, so the apply
@@ -274,23 +253,6 @@ func recreateIfDifferent(ctx context.Context, c client.Client, want *unstructure
 		return fmt.Errorf("install the secrets store CSI driver: replace CSIDriver: %w", err)
 	}
 	return nil
-}
-
-func crdEstablished(c client.Client, name string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, x := range conds {
-			if m, ok := x.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return nil
-			}
-		}
-		return errors.New("not established yet")
-	}
 }
 
 // secretsStoreKubeconfig writes the driver's kubeconfig: a client certificate for the

@@ -18,7 +18,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -511,9 +510,10 @@ func (c *checker) tokenExchange(ctx context.Context) {
 			Fix: "the doctor needs create on serviceaccounts/token in the namespace"})
 		return
 	}
-	cred, err := azidentity.NewClientAssertionCredential(orDefault(c.tenantID, c.opts.Azure.TenantID), *c.identity.Properties.ClientID,
-		func(context.Context) (string, error) { return tr.Status.Token, nil },
-		&azidentity.ClientAssertionCredentialOptions{ClientOptions: c.azOpts, DisableInstanceDiscovery: !c.opts.Azure.IsPublic()})
+	cred, err := azure.NewCredential(azure.ClientCredential{
+		TenantID: orDefault(c.tenantID, c.opts.Azure.TenantID), ClientID: *c.identity.Properties.ClientID,
+		Assertion: func(context.Context) (string, error) { return tr.Status.Token, nil },
+	}, c.azOpts)
 	if err != nil {
 		c.add(Step{Name: StepTokenExchange, Status: Error, Detail: err.Error()})
 		return

@@ -8,16 +8,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/manifests"
 )
 
 // Helm runs bin/helm with its state (cache, configuration, data) in a directory of its own, never
@@ -86,23 +85,5 @@ func (h *Helm) Template(ctx context.Context, chart, release, namespace string, s
 	if err != nil {
 		return nil, err
 	}
-	return Decode(out)
-}
-
-// Decode splits a multi-document manifest into objects, skipping empty documents.
-func Decode(manifest string) ([]*unstructured.Unstructured, error) {
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, fmt.Errorf("decode manifest: %w", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return manifests.Decode([]byte(out))
 }

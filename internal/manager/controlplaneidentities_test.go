@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -27,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	secretsstorev1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 	"sigs.k8s.io/secrets-store-csi-driver/pkg/util/fileutil"
@@ -44,6 +42,7 @@ import (
 	"github.com/cerulean/cerulean/internal/csiprovider/csiprovidertest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/manager"
+	"github.com/cerulean/cerulean/internal/manifests"
 	"github.com/cerulean/cerulean/pkg/hcpcredentials"
 )
 
@@ -58,15 +57,11 @@ func installSPCCRD(t *testing.T, c client.Client) {
 		if err != nil {
 			t.Fatalf("locate the driver's module: %v", err)
 		}
-		b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"))
+		crd, err := manifests.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := &unstructured.Unstructured{}
-		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership); err != nil {
+		if err := manifests.Apply(t.Context(), c, "test", crd...); err != nil {
 			t.Fatal(err)
 		}
 		if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

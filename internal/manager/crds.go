@@ -1,22 +1,17 @@
 package manager
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cerulean/cerulean/config"
+	"github.com/cerulean/cerulean/internal/manifests"
 )
 
 // InstallCRDs applies the embedded CRDs (server-side, so a newer binary updates them) and
@@ -30,48 +25,20 @@ func InstallCRDs(ctx context.Context, rc *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("list CRDs: %w", err)
 	}
-	var names []string
+	var crds []*unstructured.Unstructured
 	for _, f := range files {
 		b, err := config.CRDs.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", f, err)
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("decode %s: %w", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("cerulean"), client.ForceOwnership); err != nil {
-				return fmt.Errorf("apply CRD %s: %w", u.GetName(), err)
-			}
-			names = append(names, u.GetName())
-		}
-	}
-	for _, n := range names {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			crd := &unstructured.Unstructured{}
-			crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-			if err := c.Get(ctx, client.ObjectKey{Name: n}, crd); err != nil {
-				return false, nil //nolint:nilerr // not there yet
-			}
-			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-			for _, x := range conds {
-				if m, ok := x.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+		objs, err := manifests.Decode(b)
 		if err != nil {
-			return fmt.Errorf("wait for CRD %s: %w", n, err)
+			return fmt.Errorf("decode %s: %w", f, err)
 		}
+		crds = append(crds, objs...)
 	}
-	return nil
+	if err := manifests.Apply(ctx, c, "cerulean", crds...); err != nil {
+		return fmt.Errorf("install CRDs: %w", err)
+	}
+	return manifests.WaitEstablished(ctx, c, time.Minute, crds...)
 }

@@ -1,12 +1,8 @@
 package manager_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -19,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cerulean/cerulean/internal/azure"
@@ -28,6 +23,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/manager"
+	"github.com/cerulean/cerulean/internal/manifests"
 )
 
 func TestMain(m *testing.M) { devenvtest.Main(m) }
@@ -59,24 +55,11 @@ func applyCRDs(t *testing.T, _ client.Client) {
 // readObjects decodes every YAML document of a file.
 func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	objs, err := manifests.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			t.Fatalf("decode %s: %v", path, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
+	return objs
 }
 
 // samples are config/samples' objects, in file order.

@@ -123,10 +123,11 @@ func (e *azureEnv) has(t *testing.T, name string) bool {
 	return e.userIdentities(t)[strings.ToLower(*e.ids[name].ID)]
 }
 
-// eventually polls cond every 100ms for up to 60s.
+// eventually polls cond every 100ms; the 3-minute bound only stops a hung test (a loaded 2-core
+// machine has needed more than a minute).
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 60*time.Second, true, cond); err != nil {
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 3*time.Minute, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
+	"github.com/cerulean/cerulean/internal/azure"
 )
 
 // Keys of a service-principal AzureIdentity's clientPassword Secret, as aad-pod-identity reads
@@ -97,33 +98,25 @@ func (s *spSource) credential(ctx context.Context, ai *aadv1.AzureIdentity) (azc
 	if ai.Spec.ADEndpoint != "" {
 		opts.Cloud.ActiveDirectoryAuthorityHost = ai.Spec.ADEndpoint
 	}
-	noDiscovery := !isPublicAuthority(opts.Cloud.ActiveDirectoryAuthorityHost)
+	cc := azure.ClientCredential{TenantID: ai.Spec.TenantID, ClientID: ai.Spec.ClientID, AdditionallyAllowedTenants: ai.Spec.AuxiliaryTenantIDs}
 	switch ai.Spec.Type {
 	case aadv1.ServicePrincipal:
-		secret := string(sec.Data[SecretKeyClientSecret])
-		if secret == "" {
+		if cc.Secret = string(sec.Data[SecretKeyClientSecret]); cc.Secret == "" {
 			return nil, &SPError{what + " has no key " + SecretKeyClientSecret + "."}
 		}
-		return azidentity.NewClientSecretCredential(ai.Spec.TenantID, ai.Spec.ClientID, secret,
-			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery, AdditionallyAllowedTenants: ai.Spec.AuxiliaryTenantIDs})
+		return azure.NewCredential(cc, opts)
 	case aadv1.ServicePrincipalCertificate:
-		data := sec.Data[SecretKeyCertificate]
-		if len(data) == 0 {
+		if cc.Certificate = sec.Data[SecretKeyCertificate]; len(cc.Certificate) == 0 {
 			return nil, &SPError{what + " has no key " + SecretKeyCertificate + "."}
 		}
-		certs, key, err := azidentity.ParseCertificates(data, sec.Data[SecretKeyPassword])
-		if err != nil {
+		cc.CertificatePassword, cc.SendCertificateChain = string(sec.Data[SecretKeyPassword]), true
+		cred, err := azure.NewCredential(cc, opts)
+		if errors.Is(err, azure.ErrBadCertificate) {
 			return nil, &SPError{fmt.Sprintf("%s: key %s is not a certificate with its private key (PEM, or PKCS#12 with key %s as its password).", what, SecretKeyCertificate, SecretKeyPassword)}
 		}
-		return azidentity.NewClientCertificateCredential(ai.Spec.TenantID, ai.Spec.ClientID, certs, key,
-			&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: noDiscovery, SendCertificateChain: true,
-				AdditionallyAllowedTenants: ai.Spec.AuxiliaryTenantIDs})
+		return cred, err
 	}
 	return nil, &SPError{fmt.Sprintf("AzureIdentity %s/%s has type %d, not a service principal (1 or 2).", ai.Namespace, ai.Name, ai.Spec.Type)}
-}
-
-func isPublicAuthority(host string) bool {
-	return host == "" || strings.Contains(strings.ToLower(host), "://login.microsoftonline.com")
 }
 
 // sources sends service-principal identities to sp and managed identities to msi.

@@ -134,7 +134,7 @@ func Probe(ctx context.Context, o ProbeOptions) error {
 	if err != nil {
 		return err
 	}
-	cred, err := o.Azure.NewCredential(azure.ClientCredential{TenantID: o.Azure.TenantID, ClientID: o.ClientID, Assertion: assertion}, opts)
+	cred, err := azure.NewCredential(azure.ClientCredential{TenantID: o.Azure.TenantID, ClientID: o.ClientID, Assertion: assertion}, opts)
 	if err != nil {
 		return fmt.Errorf("build workload credential: %w", err)
 	}

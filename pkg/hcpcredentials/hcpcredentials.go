@@ -25,6 +25,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/cerulean/cerulean/internal/azure"
 )
 
 // EnvPath names the variable holding the credentials file's path.
@@ -199,9 +201,9 @@ func (c *Credential) Reload() (bool, error) {
 	authority := f.AuthenticationEndpoint
 	opts := c.o.ClientOptions
 	opts.Cloud = azcloud.Configuration{ActiveDirectoryAuthorityHost: authority, Services: opts.Cloud.Services}
-	cred, err := azidentity.NewClientCertificateCredential(f.TenantID, f.ClientID, certs, key, &azidentity.ClientCertificateCredentialOptions{
-		ClientOptions: opts, SendCertificateChain: true, DisableInstanceDiscovery: !isPublic(authority),
-	})
+	cred, err := azure.NewCredential(azure.ClientCredential{
+		TenantID: f.TenantID, ClientID: f.ClientID, Certificates: certs, Key: key, SendCertificateChain: true,
+	}, opts)
 	if err != nil {
 		return false, fmt.Errorf("%s: build credential: %w", c.o.Path, err)
 	}
@@ -212,10 +214,6 @@ func (c *Credential) Reload() (bool, error) {
 	}
 	c.file, c.cred = f, cred
 	return true, nil
-}
-
-func isPublic(endpoint string) bool {
-	return endpoint == "https://login.microsoftonline.com/" || endpoint == "https://login.microsoftonline.com"
 }
 
 func (c *Credential) current() File {

@@ -88,6 +88,9 @@ type Handler func(ctx context.Context, r *Request) (httpx.Response, error)
 type Type struct {
 	Name        string   // e.g. "Microsoft.ManagedIdentity/userAssignedIdentities"
 	APIVersions []string // nil: any version another registered type accepts
+	// VersionError, when set, answers a version outside APIVersions instead of the front
+	// door's 400 InvalidApiVersionParameter (ARM's resource providers say NoRegisteredProviderFound).
+	VersionError func(r *http.Request, version string, supported []string) error
 }
 
 // Route is one method on a resource or collection of a type.
@@ -302,9 +305,13 @@ func (s *Service) checkAPIVersion(r *http.Request, typ string) (string, error) {
 	if v == "" {
 		return "", errMissingAPIVersion()
 	}
-	supported := s.types[strings.ToLower(typ)].APIVersions
+	t := s.types[strings.ToLower(typ)]
+	supported := t.APIVersions
 	if supported == nil {
 		supported = s.allVersions()
+	}
+	if !slices.Contains(supported, v) && t.VersionError != nil {
+		return "", t.VersionError(r, v, slices.Clone(supported))
 	}
 	if !slices.Contains(supported, v) {
 		return "", Errorf(http.StatusBadRequest, "InvalidApiVersionParameter",

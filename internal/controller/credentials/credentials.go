@@ -220,7 +220,7 @@ func (r *Resolver) build(src Source) (azcore.TokenCredential, error) {
 	case KindWorkloadIdentity:
 		cc.Assertion = r.assertion(src)
 	}
-	cred, err := r.settings.Azure.NewCredential(cc, r.opts)
+	cred, err := azure.NewCredential(cc, r.opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidCredential, err)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/helmchart"
 	"github.com/cerulean/cerulean/internal/images"
+	"github.com/cerulean/cerulean/internal/manifests"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
@@ -98,7 +99,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := helmchart.Decode(manifest)
+	objs, err := manifests.Decode([]byte(manifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		crds, err := helmchart.Decode(string(b))
+		crds, err := manifests.Decode(b)
 		if err != nil {
 			t.Fatal(err)
 		}

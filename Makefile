@@ -11,7 +11,7 @@ LDFLAGS    := -X github.com/cerulean/cerulean/internal/version.Version=$(VERSION
               -X github.com/cerulean/cerulean/internal/version.Commit=$(COMMIT)
 TEST_TIMEOUT ?= 45m
 CONTROL_PLANE_TOOLS := kubernetes etcd
-NODE_TOOLS := containerd secrets-store-csi-driver
+NODE_TOOLS := containerd secrets-store-csi-driver coredns
 TOOL_GROUPS := $(CONTROL_PLANE_TOOLS) $(NODE_TOOLS) controller-gen helm golangci-lint
 # The local node needs root: as root `make up` and `make test` build and install it.
 ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
@@ -39,7 +39,7 @@ control-plane: ## Build only the local control plane's binaries into bin/ (first
 	@for g in $(CONTROL_PLANE_TOOLS); do hack/tools/build.sh $$g; done
 
 .PHONY: node
-node: control-plane ## Build and install the local node: kubelet, kube-scheduler, containerd, the Secrets Store CSI Driver; runc and CNI plugins from Debian (root)
+node: control-plane ## Build and install the local node: kubelet, kube-scheduler, kube-proxy, containerd, CoreDNS, the Secrets Store CSI Driver; runc and CNI plugins from Debian (root)
 	@hack/install-node.sh
 	@for g in $(NODE_TOOLS); do hack/tools/build.sh $$g; done
 

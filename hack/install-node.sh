@@ -18,7 +18,8 @@ missing=()
 [ -x /usr/sbin/runc ] || command -v runc >/dev/null 2>&1 || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] || missing+=(containernetworking-plugins)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
-# The node agent writes its rules over netlink; nft is how people (and the tests) read them.
+# kube-proxy (nftables mode) drives nft; the node agent writes its rules over netlink, and nft is
+# how people (and the tests) read them.
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -50,4 +51,4 @@ for kind in bridge veth; do
 	ip link del "$link"
 done
 iptables -w 5 -S >/dev/null 2>&1 || fail "iptables does not work here ($(iptables -w 5 -S 2>&1 | head -1)): the node keeps pod traffic on this machine with it"
-nft list tables >/dev/null 2>&1 || fail "nftables does not work here ($(nft list tables 2>&1 | head -1)): the node agent sends pods' 169.254.169.254 to itself with nftables rules (kernel module nf_tables)"
+nft list tables >/dev/null 2>&1 || fail "nftables does not work here ($(nft list tables 2>&1 | head -1)): kube-proxy routes Services and the node agent sends pods' 169.254.169.254 to itself with nftables rules (kernel module nf_tables)"

@@ -26,9 +26,9 @@ kubernetes)
 		ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit=$commit"
 		ldflags+=" -X $pkg.buildDate=1970-01-01T00:00:00Z"
 	done
-	tools=(kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler)
+	tools=(kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler kube-proxy)
 	pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
-		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler)
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy)
 	note="first run only, about 12 minutes"
 	;;
 containerd)
@@ -96,6 +96,16 @@ secrets-store-csi-driver)
 		rbac-secretprovidertokenrequest.yaml rbac-secretproviderrotation.yaml)
 	note="first run only, about 2 minutes"
 	;;
+coredns)
+	# The local node's cluster DNS. The group's own main.go chooses CoreDNS's plugins (a custom
+	# build as CoreDNS documents it), so it is part of the stamp.
+	ver=$(version_of github.com/coredns/coredns)
+	ldflags="-X github.com/coredns/coredns/coremain.GitCommit=$ver"
+	tools=(coredns)
+	pkgs=(github.com/cerulean/cerulean/hack/tools/coredns)
+	own_sources=1
+	note="first run only, about 2 minutes"
+	;;
 aso)
 	# Azure Service Operator v2, the manager benchmark's baseline: built only by `make bench`.
 	ver=$(version_of github.com/Azure/azure-service-operator/v2)
@@ -115,7 +125,9 @@ esac
 manifests_from=${manifests_from:-}
 manifests_to=${manifests_to:-}
 shims=$(cd "$dir" && go mod edit -json | sed -n 's/.*"Path": "\(\.\.*\/[^"]*\)".*/\1/p')
-want=$( (cat "$dir/go.mod" "$dir/go.sum"; for s in $shims; do cat "$dir/$s"/*.go; done
+own=""
+[ "${own_sources:-0}" = 1 ] && own="$dir"/*.go
+want=$( (cat "$dir/go.mod" "$dir/go.sum"; for s in $shims; do cat "$dir/$s"/*.go; done; for f in $own; do cat "$f"; done
 	echo "$ldflags ${tags:+$tags }${pkgs[*]}${manifests_to:+ $manifests_to ${manifests[*]}}") | sha256sum | cut -d' ' -f1)
 stamp="$stamps/$group"
 up_to_date=1

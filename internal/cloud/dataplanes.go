@@ -24,7 +24,7 @@ type dataPlanes struct {
 // are engines, before ARM resumes its operations.
 func (c *Cloud) registerEngines(opts Options) error {
 	sup, err := engines.New(engines.Options{Dir: c.settings.DataDir, CA: c.pki.CA,
-		Logger: opts.Logger.With("service", "engines"), Now: opts.Clock})
+		Logger: opts.Logger.With("service", "engines"), Now: opts.Clock, Net: opts.EngineNet})
 	if err != nil {
 		return err
 	}
@@ -48,8 +48,9 @@ func (c *Cloud) closeEngines() error {
 // LookupDataPlane is the address a data plane's public name answers on, for the cloud's DNS:
 // NAME.postgres.database.azure.com and NAME.redis.cache.windows.net of running servers and
 // caches. A deleted, stopped or failed resource does not resolve. Every engine has an address of
-// its own in 127.0.0.0/8 and its standard port there (or, when that port is taken, 127.0.0.1 and
-// a port of its own: DataPlaneEndpoint has the port); see docs/cloud.md.
+// its own (in 127.0.0.0/8, or in Options.EngineNet for pods to reach) and its standard port
+// there (or, when that port is taken, 127.0.0.1 and a port of its own: DataPlaneEndpoint has
+// the port); see docs/cloud.md.
 func (c *Cloud) LookupDataPlane(host string) (netip.Addr, bool) {
 	ap, ok := c.DataPlaneEndpoint(host)
 	return ap.Addr(), ok

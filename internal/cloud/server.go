@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,11 @@ type Options struct {
 	// 0 picks a free loopback port); empty runs no proxy. `cerulean-local cloud` defaults to
 	// DefaultProxyAddr.
 	ProxyAddr string
+	// EngineNet is where the PostgreSQL servers and Redis caches take their addresses when pods
+	// must reach them (`up` with a node: devenv.EngineCIDR): a /24 of it per data dir, made
+	// local to the host by a route the cloud adds and removes (needs root). Zero: addresses in
+	// 127.0.0.0/8, which only the host reaches.
+	EngineNet netip.Prefix
 	// AzuriteDir is the Azurite install the storage data planes run (hack/install-azurite.sh);
 	// empty finds bin/azurite (storage.DefaultAzuriteDir).
 	AzuriteDir string
@@ -110,6 +116,7 @@ type Cloud struct {
 	// serve too, so that it keeps httpx.CompleteBody and the request log.
 	handler  http.Handler
 	proxy    *proxy.Proxy
+	names    names // DNS for Azure's names and the HTTPS front (names.go)
 	inflight httpx.InFlight
 	served   chan error
 	log      *slog.Logger
@@ -333,7 +340,7 @@ func (c *Cloud) Close() error {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := c.closeProxy()
+		err := errors.Join(c.closeNames(), c.closeProxy())
 		err = errors.Join(err, httpx.Shutdown(ctx, c.srv, &c.inflight))
 		c.closeARM()
 		err = errors.Join(err, c.closeEngines())

@@ -35,6 +35,13 @@ func (p pkiFiles) kcmKey() string      { return p.path("kube-controller-manager.
 func (p pkiFiles) schedCert() string   { return p.path("kube-scheduler.crt") }
 func (p pkiFiles) schedKey() string    { return p.path("kube-scheduler.key") }
 
+// kube-proxy's and CoreDNS's client certificates: system:kube-proxy is bound to
+// system:node-proxier by kube-apiserver's default RBAC, system:coredns by the node.
+func (p pkiFiles) kubeProxyCert() string { return p.path("kube-proxy.crt") }
+func (p pkiFiles) kubeProxyKey() string  { return p.path("kube-proxy.key") }
+func (p pkiFiles) coreDNSCert() string   { return p.path("coredns.crt") }
+func (p pkiFiles) coreDNSKey() string    { return p.path("coredns.key") }
+
 // The kubelet's identities: its client certificate (the node's user), the certificate it serves
 // on the node's address, and kube-apiserver's client certificate for calling it.
 func (p pkiFiles) nodeCert() string           { return p.path("kubelet.crt") }
@@ -77,6 +84,14 @@ func (p pkiFiles) ensure(now time.Time) error {
 		}},
 		{p.schedCert(), p.schedKey(), x509.Certificate{
 			Subject:     pkix.Name{CommonName: "system:kube-scheduler"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}},
+		{p.kubeProxyCert(), p.kubeProxyKey(), x509.Certificate{
+			Subject:     pkix.Name{CommonName: "system:kube-proxy"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}},
+		{p.coreDNSCert(), p.coreDNSKey(), x509.Certificate{
+			Subject:     pkix.Name{CommonName: coreDNSUser},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}},
 		{p.nodeCert(), p.nodeKey(), x509.Certificate{

@@ -47,8 +47,10 @@ func apiServerArgs(cp *ControlPlane, p ports, pki pkiFiles) []string {
 		"--etcd-servers=http://127.0.0.1:" + strconv.Itoa(p.EtcdClient),
 		"--bind-address=127.0.0.1",
 		// Without these, kube-apiserver advertises a host address that may not exist here and
-		// publishes a jwks_uri nobody can reach.
-		"--advertise-address=127.0.0.1",
+		// publishes a jwks_uri nobody can reach. The node's address is the kubernetes Service's
+		// endpoint, where the node relays to loopback (node_apiserver.go); without a node,
+		// nothing uses it.
+		"--advertise-address=" + NodeIP,
 		"--secure-port=" + strconv.Itoa(p.APIServer),
 		"--tls-cert-file=" + pki.servingCert(),
 		"--tls-private-key-file=" + pki.servingKey(),
@@ -59,8 +61,9 @@ func apiServerArgs(cp *ControlPlane, p ports, pki pkiFiles) []string {
 		"--service-account-signing-key-file=" + pki.saSigningKey(),
 		"--service-cluster-ip-range=" + ServiceCIDR,
 		// Webhooks and aggregated APIs behind a Service are called at their endpoints (pod IPs,
-		// which this machine reaches over the node's bridge), not at the ClusterIP: there is no
-		// kube-proxy. kube-apiserver uses one service resolver for both.
+		// which this machine reaches over the node's bridge), not at the ClusterIP: a control
+		// plane may run without a node, and so without kube-proxy. kube-apiserver uses one
+		// service resolver for both.
 		"--enable-aggregator-routing=true",
 		"--authorization-mode=Node,RBAC",
 		// How kube-apiserver calls the node's kubelet (logs, exec, port-forward): by the node's
@@ -112,6 +115,8 @@ func writeKubeconfigs(dataDir, server string, pki pkiFiles) (*rest.Config, error
 		"kube-controller-manager": {pki.kcmCert(), pki.kcmKey()},
 		"kube-scheduler":          {pki.schedCert(), pki.schedKey()},
 		"kubelet":                 {pki.nodeCert(), pki.nodeKey()},
+		"kube-proxy":              {pki.kubeProxyCert(), pki.kubeProxyKey()},
+		"coredns":                 {pki.coreDNSCert(), pki.coreDNSKey()},
 	} {
 		if err := writeKubeconfig(kubeconfig(server, pki.caCert(), pair[0], pair[1]), filepath.Join(dataDir, name+".kubeconfig")); err != nil {
 			return nil, err

@@ -41,8 +41,8 @@ type NodeOptions struct {
 	ReadyTimeout time.Duration
 }
 
-// Node is the running local node: containerd, the kubelet (registered as NodeName) and
-// kube-scheduler, with pods on a bridge of this machine.
+// Node is the running local node: containerd, the kubelet (registered as NodeName),
+// kube-scheduler, kube-proxy and CoreDNS, with pods on a bridge of this machine.
 type Node struct {
 	// Name is the node's name, NodeName.
 	Name string
@@ -66,7 +66,7 @@ type Node struct {
 var ErrNeedsRoot = errors.New("the local node needs root (it creates a bridge, iptables rules, mounts and cgroups); run as root, or without a node")
 
 // NodeBinaries are the node's programs in bin/; `make node` builds them.
-var NodeBinaries = []string{"kubelet", "kube-scheduler", "containerd", "containerd-shim-runc-v2", "ctr"}
+var NodeBinaries = []string{"kubelet", "kube-scheduler", "kube-proxy", "coredns", "containerd", "containerd-shim-runc-v2", "ctr"}
 
 // CheckNodeHost reports, with a clear error, whether this machine can run the node: root, the
 // programs from `make node`, and the kernel features it uses.
@@ -82,7 +82,7 @@ func CheckNodeHost(binDir string) error {
 	if _, err := runcPath(); err != nil {
 		return err
 	}
-	for _, tool := range []string{"iptables", "ip"} {
+	for _, tool := range []string{"iptables", "ip", "nft"} { // nft: kube-proxy drives it
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s not found: run `make node` to install the local node's packages", tool)
 		}
@@ -193,7 +193,7 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 	if err := writeNodeConfig(n.paths, cp.ports, cp.pki, opts.ProviderID, runc); err != nil {
 		return nil, err
 	}
-	if err := setupNetwork(cp.ports.Kubelet, cp.ports.APIServer); err != nil {
+	if err := setupNetwork(cp.ports.Kubelet); err != nil {
 		return nil, err
 	}
 	if n.relay, err = startRelay(net.JoinHostPort(NodeIP, strconv.Itoa(cp.ports.APIServer)), net.JoinHostPort("127.0.0.1", strconv.Itoa(cp.ports.APIServer))); err != nil {
@@ -228,6 +228,10 @@ func (cp *ControlPlane) StartNode(ctx context.Context, opts NodeOptions) (_ *Nod
 		return nil, err
 	}
 	if err := n.waitReady(ctx, timeout, "node "+NodeName, nodeReady(cs)); err != nil {
+		return nil, err
+	}
+	// After the Node exists: kube-proxy reads its own Node object at start.
+	if err := n.startServices(ctx, cs, timeout, say); err != nil {
 		return nil, err
 	}
 	return n, nil

@@ -6,34 +6,21 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 )
 
 // Pods reach kube-apiserver as in any cluster, through the kubernetes Service's ClusterIP
-// (KUBERNETES_SERVICE_HOST, what in-cluster clients dial). There is no kube-proxy here, and
-// kube-apiserver listens on loopback only, which pods cannot reach: the node does for this one
-// Service what kube-proxy does for all of them, a DNAT of ClusterIP:443, to a TCP relay on the
-// node's address that carries the bytes, TLS untouched, to kube-apiserver on loopback. Host
-// processes and host-network pods take the same path (OUTPUT). The serving certificate names the
-// ClusterIP, so clients verify it as usual.
+// (KUBERNETES_SERVICE_HOST, what in-cluster clients dial), which kube-proxy sends to the
+// endpoint kube-apiserver advertises: the node's address, at kube-apiserver's port. kube-apiserver
+// itself listens on loopback only (the control plane runs without a node too, and nothing
+// outside this machine may reach it), so a TCP relay on the node's address carries the bytes,
+// TLS untouched, to it. The serving certificate names the ClusterIP, so clients verify it as usual.
 const (
 	// APIServerServiceIP is the kubernetes Service's ClusterIP, the first of the service range.
 	APIServerServiceIP = "10.0.0.1"
-	// natChain holds the DNAT; PREROUTING (from the bridge) and OUTPUT jump to it.
+	// natChain held the DNAT earlier nodes wrote before kube-proxy did it; a stale one is removed.
 	natChain = "CERULEAN-SERVICES"
 )
-
-// natRules are the iptables rules (table nat) that send the Service's traffic to the relay.
-func natRules(relayPort int) [][]string {
-	return [][]string{
-		{"-N", natChain},
-		{"-A", natChain, "-d", APIServerServiceIP + "/32", "-p", "tcp", "--dport", "443", "-j", "DNAT",
-			"--to-destination", net.JoinHostPort(NodeIP, strconv.Itoa(relayPort))},
-		{"-I", "PREROUTING", "1", "-i", Bridge, "-j", natChain},
-		{"-I", "OUTPUT", "1", "-j", natChain},
-	}
-}
 
 // natJumps are the jumps to natChain, to delete them.
 var natJumps = [][]string{{"PREROUTING", "-i", Bridge, "-j", natChain}, {"OUTPUT", "-j", natChain}}

@@ -22,6 +22,11 @@ const (
 	ClusterCIDR = "10.244.0.0/16"
 	// ServiceCIDR is the cluster's service address range.
 	ServiceCIDR = "10.0.0.0/24"
+	// EngineCIDR is where the local cloud's PostgreSQL servers and Redis caches take their
+	// addresses when pods must reach them (cloud.Options.EngineNet): not the pod network, but
+	// local to this machine by the cloud's route, so a pod's packets to it go up the bridge to
+	// the host with the pod's own source address.
+	EngineCIDR = "10.245.0.0/16"
 	// NodePodCIDR is the node's pod subnet.
 	NodePodCIDR = "10.244.0.0/24"
 	// NodeIP is the bridge's address: the node's InternalIP and every pod's gateway.
@@ -180,6 +185,8 @@ evictionHard:
   nodefs.available: 1%
   nodefs.inodesFree: 1%
   imagefs.available: 1%
+clusterDNS: [` + DNSServiceIP + `]
+clusterDomain: ` + ClusterDomain + `
 resolvConf: ` + q(n.resolvConf()) + `
 podLogsDir: ` + q(n.podLogs()) + `
 serializeImagePulls: false
@@ -236,8 +243,8 @@ func writeNodeConfig(n nodePaths, p ports, pki pkiFiles, providerID, runc string
 		{filepath.Join(n.registryHosts(), "_default", "hosts.toml"), registryHostsDefault},
 		{filepath.Join(n.cniConfDir(), "10-"+cniNetwork+".conflist"), string(cni)},
 		{n.kubeletConfig(), kubeletConfig(n, p, pki, providerID)},
-		// No lookup from a pod leaves the machine: the only name server named is the node's
-		// own address, where none listens.
+		// No lookup from a pod leaves the machine: the only name server named (for pods with
+		// dnsPolicy Default) is the node's own address, where CoreDNS answers.
 		{n.resolvConf(), "nameserver " + NodeIP + "\n"},
 	}
 	for _, f := range files {

@@ -175,7 +175,7 @@ func checkSubnetFree() error {
 
 // setupNetwork creates the bridge with the node's address and the iptables rules that keep pod
 // traffic on this machine and away from the kubelet's port.
-func setupNetwork(kubeletPort, relayPort int) error {
+func setupNetwork(kubeletPort int) error {
 	if _, err := run("ip", "link", "add", Bridge, "type", "bridge"); err != nil {
 		return fmt.Errorf("create bridge: %w", err)
 	}
@@ -202,11 +202,6 @@ func setupNetwork(kubeletPort, relayPort int) error {
 			return fmt.Errorf("add iptables rule: %w", err)
 		}
 	}
-	for _, r := range natRules(relayPort) {
-		if _, err := run("iptables", append([]string{"-w", "5", "-t", "nat"}, r...)...); err != nil {
-			return fmt.Errorf("add iptables rule: %w", err)
-		}
-	}
 	return nil
 }
 
@@ -226,7 +221,7 @@ func teardown(r *hostRecord) error {
 		}
 	}
 	errs = append(errs, removeCgroups())
-	errs = append(errs, removeNetwork())
+	errs = append(errs, removeNetwork(), removeKubeProxyTables())
 	for _, k := range NodeSysctls {
 		if v, ok := r.Sysctls[k]; ok {
 			if cur, err := readSysctl(k); err != nil || cur != v {
@@ -295,7 +290,7 @@ func nodeProcesses(r *hostRecord, pods bool) []int {
 		name := filepath.Base(argv[0])
 		ours := bytes.Contains(b, []byte(r.NodeDir+"/")) || r.KubeletDir != "" && bytes.Contains(b, []byte(r.KubeletDir))
 		switch name {
-		case "containerd-shim-runc-v2", "containerd", "kubelet", SecretsStoreDriverBinary:
+		case "containerd-shim-runc-v2", "containerd", "kubelet", "kube-proxy", "coredns", SecretsStoreDriverBinary:
 		default:
 			ours = false
 		}
@@ -588,6 +583,7 @@ func NodeLeftovers(dataDir string) []string {
 	if _, err := run("iptables", "-w", "5", "-t", "nat", "-S", natChain); err == nil {
 		left = append(left, "iptables nat chain "+natChain)
 	}
+	left = append(left, kubeProxyTablesLeft()...)
 	for _, d := range kubepodsDirs() {
 		left = append(left, "cgroup "+d)
 	}

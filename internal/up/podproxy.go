@@ -38,3 +38,16 @@ func servePodProxy(az *cloud.Cloud, node *devenv.Node, path string) (string, err
 	}
 	return u, nil
 }
+
+// serveAzureNames gives pods Azure's public names without a proxy: the cloud's DNS where the
+// node's CoreDNS forwards Azure's zones, and HTTPS by SNI on port 443 of the node's address,
+// which that DNS answers. Pods then need only the cloud's CA.
+func serveAzureNames(az *cloud.Cloud) error {
+	if err := az.ServeHTTPSOn(devenv.CloudHTTPSAddr); err != nil {
+		return fmt.Errorf("serve Azure's names to pods: %w", err)
+	}
+	if _, err := az.ServeDNSOn(devenv.CloudDNSAddr); err != nil {
+		return fmt.Errorf("serve Azure's names to pods: %w", err)
+	}
+	return nil
+}

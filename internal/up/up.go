@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -114,6 +115,7 @@ func Run(ctx context.Context, opts Options) error {
 		DataDir:   filepath.Join(dataDir, "cloud"),
 		TrustCAs:  trust,
 		Logger:    slog.New(slog.NewJSONHandler(cloudLog, nil)),
+		EngineNet: engineNet(opts.Node),
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("start the local cloud: %w (stop whatever holds it, or pass --cloud-addr or --proxy-addr)", err)
@@ -196,6 +198,9 @@ func Run(ctx context.Context, opts Options) error {
 		if podProxyURL, err = servePodProxy(az, node, podEnvPath); err != nil {
 			return err
 		}
+		if err := serveAzureNames(az); err != nil {
+			return err
+		}
 	}
 	if az.Proxy() != nil {
 		proxyEnv := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.ProxyEnv()...)
@@ -252,6 +257,8 @@ func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clu
 	}
 	if podProxyURL != "" {
 		proxyLine += fmt.Sprintf("  proxy for pods      %s  (see %s)\n", podProxyURL, filepath.Join(filepath.Dir(envPath), PodEnvFileName))
+		proxyLine += fmt.Sprintf("  DNS for pods        CoreDNS at %s (cluster.local; Azure's names: the cloud at %s, HTTPS on %s)\n",
+			devenv.DNSServiceIP, devenv.CloudDNSAddr, devenv.CloudHTTPSAddr)
 	}
 	nodeLine := "none (--no-node)"
 	agentLine := "not running (no node)"
@@ -276,4 +283,14 @@ Use it:
 
 %sCtrl-C stops everything; run again with the same --data-dir to resume.
 `, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath, clusters)
+}
+
+// engineNet is where the cloud's engines take their addresses: with a node, on a network its
+// pods reach (devenv.EngineCIDR), so a pod connects to NAME.postgres.database.azure.com as the
+// cloud's DNS answers it; without one, loopback addresses, which need no root.
+func engineNet(node bool) netip.Prefix {
+	if !node {
+		return netip.Prefix{}
+	}
+	return netip.MustParsePrefix(devenv.EngineCIDR)
 }

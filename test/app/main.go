@@ -27,6 +27,12 @@
 //	test-app shop ADDR    the app of config/samples/app: each GET writes and reads a row in
 //	                      PostgreSQL (pgx), a key in Redis (go-redis) and a blob (azblob, workload
 //	                      identity), see shop.go
+//	test-app lookup NAME...  resolves each name with the pod's resolver and prints one line per
+//	                      name: its addresses, or "notfound" (NXDOMAIN); any other failure
+//	                      (a timeout) is an error
+//	test-app dial         connects to PostgreSQL (PG_DSN, PGPASSWORD) with pgx and to Redis
+//	                      (REDIS_URL) with go-redis, writes and reads back a value in each and
+//	                      prints one line per service (never a secret)
 //	test-app sleep        waits for SIGTERM
 //	test-app echo WORDS   prints its arguments and waits for SIGTERM (a container with logs)
 package main
@@ -40,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -229,11 +236,36 @@ func tool(ctx context.Context, name string, args []string, out io.Writer) error 
 		fmt.Fprintln(out, strings.Join(args, " "))
 		<-ctx.Done()
 		return nil
+	case "lookup":
+		return lookup(ctx, args, out)
+	case "dial":
+		return dial(ctx, os.Getenv, out)
 	case "sleep":
 		<-ctx.Done()
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", name)
+}
+
+// lookup resolves each name as the pod's programs do (resolv.conf, its search list) and prints
+// "NAME ADDR..." or "NAME notfound".
+func lookup(ctx context.Context, names []string, out io.Writer) error {
+	if len(names) == 0 {
+		return errors.New("usage: test-app lookup NAME [NAME ...]")
+	}
+	for _, name := range names {
+		addrs, err := net.DefaultResolver.LookupHost(ctx, name)
+		var dnsErr *net.DNSError
+		switch {
+		case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+			fmt.Fprintln(out, name, "notfound")
+		case err != nil:
+			return fmt.Errorf("look up %s: %w", name, err)
+		default:
+			fmt.Fprintln(out, name, strings.Join(addrs, " "))
+		}
+	}
+	return nil
 }
 
 // imdsToken gets a token for scope through IMDS, as an app of aad-pod-identity does, and prints

@@ -1,7 +1,6 @@
 package engines
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/netip"
@@ -10,11 +9,13 @@ import (
 	"strings"
 )
 
-// Addresses. Every engine gets an IPv4 address of its own in 127.0.0.0/8 (all of it is the
-// loopback interface's on Linux, so no root and nothing to clean up) and listens on its
-// protocol's standard port there (5432, 6380, 6379), as each Azure server has its own address.
-// The /24 is chosen from the data dir, so two clouds on one machine do not meet; the address
-// is kept in the engine's directory ("addr") across restarts. When the standard port is taken
+// Addresses. Every engine gets an IPv4 address of its own and listens on its protocol's
+// standard port there (5432, 6380, 6379), as each Azure server has its own address. By default
+// the address is in 127.0.0.0/8 (all of it is the loopback interface's on Linux, so no root and
+// nothing to clean up), which only the host reaches; with Options.Net it is in a /24 of that
+// network that pods reach too (net.go). The /24 is chosen from the data dir, so two clouds on
+// one machine do not meet; the address is kept in the engine's directory ("addr") across
+// restarts, and taken again when the cloud now runs on another network. When the standard port is taken
 // on that address (a wildcard listener of another program), the engine falls back to
 // 127.0.0.1 and a free port of its own, kept in the engine's directory too.
 
@@ -22,7 +23,7 @@ import (
 func (s *Supervisor) engineAddr(dir string) (netip.Addr, error) {
 	file := filepath.Join(dir, "addr")
 	if b, err := os.ReadFile(file); err == nil {
-		if a, err := netip.ParseAddr(strings.TrimSpace(string(b))); err == nil {
+		if a, err := netip.ParseAddr(strings.TrimSpace(string(b))); err == nil && s.block.Contains(a) {
 			return a, nil
 		}
 	}
@@ -39,9 +40,7 @@ func (s *Supervisor) engineAddr(dir string) (netip.Addr, error) {
 			}
 		}
 	}
-	sum := sha256.Sum256([]byte(s.o.Dir))
-	// 127.1.0.0 to 127.254.255.255: clear of 127.0.0.x, which other programs use.
-	base := [4]byte{127, 1 + sum[0]%254, sum[1], 0}
+	base := s.block.Addr().As4()
 	for i := 1; i < 255; i++ {
 		base[3] = byte(i)
 		a := netip.AddrFrom4(base)

@@ -10,7 +10,8 @@
 //
 // Engines run as an unprivileged user when the cloud runs as root (PostgreSQL refuses root): the
 // `postgres` and `redis` users the Debian packages create. Addresses: every engine listens on an
-// IPv4 address of its own in 127.0.0.0/8 at its protocol's standard port (addrs.go).
+// IPv4 address of its own at its protocol's standard port, in 127.0.0.0/8 or, for pods to reach
+// it, in a network the supervisor makes local to the host (addrs.go, net.go).
 package engines
 
 import (
@@ -42,12 +43,16 @@ type Options struct {
 	CA     *pki.CA // issues each engine's serving certificate
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Net is where engines take their addresses when pods must reach them (a /24 of it per
+	// data dir, made local to the host: net.go; needs root); zero: 127.0.0.0/8, the host only.
+	Net netip.Prefix
 }
 
 // Supervisor starts, stops and tracks the engine processes of one cloud.
 type Supervisor struct {
-	o   Options
-	log *slog.Logger
+	o     Options
+	log   *slog.Logger
+	block netip.Prefix // the /24 engines' addresses are in
 
 	mu      sync.Mutex
 	running map[string]*proc // by key: "postgres/NAME", "redis/NAME"
@@ -77,8 +82,20 @@ func New(o Options) (*Supervisor, error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "engines"), 0o755); err != nil { //nolint:gosec // the engine users must traverse it
 		return nil, fmt.Errorf("create engines dir: %w", err)
 	}
-	return &Supervisor{o: o, log: o.Logger, running: map[string]*proc{}}, nil
+	b, err := block(o.Net, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Net.IsValid() {
+		if err := addLocalRoute(b); err != nil {
+			return nil, err
+		}
+	}
+	return &Supervisor{o: o, log: o.Logger, block: b, running: map[string]*proc{}}, nil
 }
+
+// Block is the /24 the engines' addresses are in.
+func (s *Supervisor) Block() netip.Prefix { return s.block }
 
 // Close stops every engine the supervisor started and waits for them.
 func (s *Supervisor) Close() error {
@@ -92,6 +109,9 @@ func (s *Supervisor) Close() error {
 		if err := p.stop(p); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", key, err))
 		}
+	}
+	if s.o.Net.IsValid() {
+		errs = append(errs, delLocalRoute(s.block))
 	}
 	return errors.Join(errs...)
 }

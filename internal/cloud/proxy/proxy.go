@@ -54,12 +54,13 @@ type Options struct {
 
 // Proxy is a running proxy.
 type Proxy struct {
-	o     Options
-	log   *slog.Logger
-	ln    net.Listener
-	front *http.Server // CONNECT requests
-	back  *http.Server // the terminated TLS connections
-	tuns  *tunnelListener
+	o      Options
+	log    *slog.Logger
+	ln     net.Listener
+	front  *http.Server // CONNECT requests
+	back   *http.Server // the terminated TLS connections
+	direct *http.Server // TLS straight from clients that resolved a public name to us (ServeTLS)
+	tuns   *tunnelListener
 
 	frontDone, backDone chan error
 	inflight            httpx.InFlight
@@ -125,9 +126,59 @@ func Start(opts Options) (*Proxy, error) {
 			return ctx
 		},
 	}
+	p.direct = &http.Server{
+		Handler: p.inflight.Wrap(http.HandlerFunc(p.serveDirect)),
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			NextProtos:     []string{"h2", "http/1.1"},
+			GetCertificate: p.directCertificate,
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          errLog,
+	}
 	go func() { p.frontDone <- p.front.Serve(ln) }()
 	go func() { p.backDone <- p.back.Serve(p.tuns) }()
 	return p, nil
+}
+
+// ServeTLS serves HTTPS on ln until Close (which closes ln): for clients that reach the cloud
+// by resolving Azure's public names to ln's address (the cloud's DNS) rather than through
+// CONNECT. The name a client sends in SNI picks both the certificate and the handler.
+func (p *Proxy) ServeTLS(ln net.Listener) {
+	go func() { _ = p.direct.ServeTLS(ln, "", "") }() // returns ErrServerClosed at Close
+}
+
+// directCertificate is the certificate of the name a client asked for in SNI, when the cloud
+// serves that name now; a handshake without SNI, or for another name, fails.
+func (p *Proxy) directCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	host := azurenames.Host(hello.ServerName)
+	if host == "" {
+		return nil, errors.New("no server name (SNI) given: the local cloud serves HTTPS by name")
+	}
+	if _, err := p.route(hello.Context(), host); err != nil {
+		return nil, fmt.Errorf("server name %q: %w", clip(host, 300), err)
+	}
+	return p.Certificate(host)
+}
+
+// serveDirect serves a request of ServeTLS with the handler of the connection's name; a
+// request for another name than SNI's (a client reusing a connection) is 421, as in a tunnel.
+func (p *Proxy) serveDirect(w http.ResponseWriter, r *http.Request) {
+	host := azurenames.Host(r.TLS.ServerName)
+	if azurenames.Host(r.Host) != host {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "Misdirected request: this connection serves "+host, http.StatusMisdirectedRequest)
+		return
+	}
+	h, err := p.route(r.Context(), host)
+	if err != nil { // deleted since the handshake
+		w.Header().Set("Connection", "close")
+		http.Error(w, "Misdirected request: the Cerulean local cloud no longer serves "+clip(host, 300), http.StatusMisdirectedRequest)
+		return
+	}
+	h.ServeHTTP(w, r)
 }
 
 // ServeAlso accepts CONNECT requests on ln too, until Close (which closes ln): the same
@@ -151,6 +202,7 @@ func (p *Proxy) Close(ctx context.Context) error {
 	if ferr := <-p.frontDone; ferr != nil && !errors.Is(ferr, http.ErrServerClosed) {
 		err = errors.Join(err, ferr)
 	}
+	err = errors.Join(err, p.direct.Shutdown(ctx))
 	err = errors.Join(err, httpx.Shutdown(ctx, p.back, &p.inflight))
 	if berr := <-p.backDone; berr != nil && !errors.Is(berr, http.ErrServerClosed) {
 		err = errors.Join(err, berr)

@@ -32,6 +32,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/entra"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/pki"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
@@ -271,7 +272,7 @@ func withUpstreamWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, bi
 	if err != nil {
 		return zero, err
 	}
-	if err := wi.Apply(ctx, c, wi.ClientConfig{URL: "https://127.0.0.1:" + strconv.Itoa(upstreamPort), CABundle: ca.PEM()}); err != nil {
+	if err := wi.Apply(ctx, c, registration.ClientConfig{URL: "https://127.0.0.1:" + strconv.Itoa(upstreamPort), CABundle: ca.PEM()}); err != nil {
 		return zero, err
 	}
 	defer deregister(ctx, cp)

@@ -21,6 +21,7 @@ import (
 	"github.com/cerulean/cerulean/internal/helmchart"
 	"github.com/cerulean/cerulean/internal/webhook/armgrants"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -277,7 +278,7 @@ func TestSecurityContexts(t *testing.T) {
 func TestWebhookConfigurations(t *testing.T) {
 	objs := render(t)
 	svc := &admissionregistrationv1.ServiceReference{Namespace: namespace, Name: "cerulean-webhook", Port: ptr.To[int32](443)}
-	wantM, err := workloadidentity.Configuration(workloadidentity.ClientConfig{Service: svc})
+	wantM, err := workloadidentity.Configuration(registration.ClientConfig{Service: svc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestWebhookConfigurations(t *testing.T) {
 	if len(w.ClientConfig.CABundle) != 0 {
 		t.Error("the chart sets a CA bundle; the manager injects it")
 	}
-	wantV, err := podidentity.Configuration(podidentity.ClientConfig{Service: svc})
+	wantV, err := podidentity.Configuration(registration.ClientConfig{Service: svc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func TestWebhookConfigurations(t *testing.T) {
 		t.Error("pod identity's webhook registered with pod identity off")
 	}
 	// The scopes check: as the manager registers it, and absent when the switch turns it off.
-	wantG, err := armgrants.Configuration(armgrants.ClientConfig{Service: svc})
+	wantG, err := armgrants.Configuration(registration.ClientConfig{Service: svc})
 	if err != nil {
 		t.Fatal(err)
 	}

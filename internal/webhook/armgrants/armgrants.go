@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +29,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/grants"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 )
 
 // Registration of the check.
@@ -109,30 +109,15 @@ func Groups() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// ClientConfig says how kube-apiserver reaches the check: exactly one of Service or URL.
-type ClientConfig struct {
-	Service  *admissionregistrationv1.ServiceReference
-	URL      string
-	CABundle []byte
-}
-
 // Configuration is the check's ValidatingWebhookConfiguration: every kind of the ARM groups,
 // create and update, failurePolicy Fail.
-func Configuration(cc ClientConfig) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	var wcc admissionregistrationv1.WebhookClientConfig
-	switch {
-	case (cc.Service == nil) == (cc.URL == ""):
-		return nil, errors.New("arm grants webhook: client config needs exactly one of a Service or a URL")
-	case cc.Service != nil:
-		svc := *cc.Service
-		svc.Path = ptr.To(Path)
-		wcc.Service = &svc
-	default:
-		wcc.URL = ptr.To(cc.URL + Path)
+func Configuration(cc registration.ClientConfig) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	wcc, err := cc.For(Path)
+	if err != nil {
+		return nil, err
 	}
-	wcc.CABundle = cc.CABundle
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/name": "cerulean"}},
+		ObjectMeta: registration.Meta(ConfigurationName),
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:         WebhookName,
 			ClientConfig: wcc,
@@ -150,35 +135,15 @@ func Configuration(cc ClientConfig) (*admissionregistrationv1.ValidatingWebhookC
 	}, nil
 }
 
-// Apply creates or updates the configuration; a nil CABundle keeps the one there.
-func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
+// Apply creates or updates the configuration; a nil CABundle keeps the one there (a CA
+// injector's). Under `cerulean-local up` the manager registers itself by URL; in a cluster the
+// chart installs the configuration.
+func Apply(ctx context.Context, c client.Client, cc registration.ClientConfig) error {
 	want, err := Configuration(cc)
 	if err != nil {
 		return err
 	}
-	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err = c.Get(ctx, client.ObjectKeyFromObject(want), got)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, want); err != nil {
-			return fmt.Errorf("create webhook configuration %s: %w", want.Name, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("get webhook configuration %s: %w", want.Name, err)
-	}
-	if cc.CABundle == nil && len(got.Webhooks) > 0 {
-		want.Webhooks[0].ClientConfig.CABundle = got.Webhooks[0].ClientConfig.CABundle
-	}
-	got.Webhooks = want.Webhooks
-	if got.Labels == nil {
-		got.Labels = map[string]string{}
-	}
-	maps.Copy(got.Labels, want.Labels)
-	if err := c.Update(ctx, got); err != nil {
-		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
-	}
-	return nil
+	return registration.Apply(ctx, c, want, cc.CABundle == nil)
 }
 
 // Setup registers the check on the manager's webhook server.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/webhook/certs"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -150,7 +151,7 @@ func TestTwoReplicasShareTheCAAndRotateIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	urlA, urlB := serve(t, c, a), serve(t, c, b)
-	if err := wi.Apply(t.Context(), c, wi.ClientConfig{URL: urlA}); err != nil {
+	if err := wi.Apply(t.Context(), c, registration.ClientConfig{URL: urlA}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -6,9 +6,7 @@ package podidentity
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 
@@ -16,7 +14,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +24,7 @@ import (
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
 	ceruleanv1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/podidentity"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 )
 
 // UseVerb is the RBAC verb on azureidentitybindings that allows a pod to select a binding.
@@ -143,32 +141,16 @@ const (
 	TimeoutSeconds = int32(5)
 )
 
-// ClientConfig says how kube-apiserver reaches the webhook server: exactly one of Service (in a
-// cluster) or URL (https://HOST:PORT under `cerulean-local up`); Path is appended to either.
-type ClientConfig struct {
-	Service  *admissionregistrationv1.ServiceReference
-	URL      string
-	CABundle []byte
-}
-
 // Configuration is the ValidatingWebhookConfiguration of the check: pods CREATE and UPDATE whose
 // new or old object carries the aadpodidbinding label, failurePolicy Fail (a pod must not gain an
 // identity because the check was unreachable), no side effects.
-func Configuration(cc ClientConfig) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	var wcc admissionregistrationv1.WebhookClientConfig
-	switch {
-	case (cc.Service == nil) == (cc.URL == ""):
-		return nil, errors.New("pod identity webhook: client config needs exactly one of a Service or a URL")
-	case cc.Service != nil:
-		svc := *cc.Service
-		svc.Path = ptr.To(Path)
-		wcc.Service = &svc
-	default:
-		wcc.URL = ptr.To(cc.URL + Path)
+func Configuration(cc registration.ClientConfig) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	wcc, err := cc.For(Path)
+	if err != nil {
+		return nil, err
 	}
-	wcc.CABundle = cc.CABundle
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/name": "cerulean"}},
+		ObjectMeta: registration.Meta(ConfigurationName),
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:         WebhookName,
 			ClientConfig: wcc,
@@ -191,42 +173,15 @@ func Configuration(cc ClientConfig) (*admissionregistrationv1.ValidatingWebhookC
 	}, nil
 }
 
-// Apply creates or updates the check's configuration. A nil CABundle keeps the bundle already
-// there (a CA injector's).
-func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
+// Apply creates or updates the configuration; a nil CABundle keeps the one there (a CA
+// injector's). Under `cerulean-local up` the manager registers itself by URL; in a cluster the
+// chart installs the configuration.
+func Apply(ctx context.Context, c client.Client, cc registration.ClientConfig) error {
 	want, err := Configuration(cc)
 	if err != nil {
 		return err
 	}
-	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err = c.Get(ctx, client.ObjectKeyFromObject(want), got)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, want); err != nil {
-			return fmt.Errorf("create webhook configuration %s: %w", want.Name, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("get webhook configuration %s: %w", want.Name, err)
-	}
-	if cc.CABundle == nil {
-		for i := range got.Webhooks {
-			if got.Webhooks[i].Name == WebhookName {
-				for j := range want.Webhooks {
-					want.Webhooks[j].ClientConfig.CABundle = got.Webhooks[i].ClientConfig.CABundle
-				}
-			}
-		}
-	}
-	got.Webhooks = want.Webhooks
-	if got.Labels == nil {
-		got.Labels = map[string]string{}
-	}
-	maps.Copy(got.Labels, want.Labels) // a Helm release's labels stay
-	if err := c.Update(ctx, got); err != nil {
-		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
-	}
-	return nil
+	return registration.Apply(ctx, c, want, cc.CABundle == nil)
 }
 
 // Setup registers the checks at Path and IdentityPath on the manager's webhook server;

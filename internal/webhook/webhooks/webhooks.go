@@ -27,6 +27,7 @@ import (
 	"github.com/cerulean/cerulean/internal/webhook/armgrants"
 	"github.com/cerulean/cerulean/internal/webhook/certs"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -114,7 +115,7 @@ func (w *Webhooks) Setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := w.rotator.Ensure(ctx); err != nil {
 		return err
 	}
-	cc := workloadidentity.ClientConfig{CABundle: w.rotator.CABundle()}
+	cc := registration.ClientConfig{CABundle: w.rotator.CABundle()}
 	if w.opts.Service != nil {
 		cc.Service = w.opts.Service
 	} else {
@@ -127,13 +128,13 @@ func (w *Webhooks) Setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	if !w.opts.NoPodIdentity {
-		if err := podidentity.Apply(ctx, w.c, podidentity.ClientConfig{Service: cc.Service, URL: cc.URL, CABundle: cc.CABundle}); err != nil {
+		if err := podidentity.Apply(ctx, w.c, cc); err != nil {
 			return err
 		}
 		podidentity.Setup(mgr, w.opts.AllowUngrantedIdentities)
 	}
 	if !w.opts.AllowUngrantedScopes {
-		if err := armgrants.Apply(ctx, w.c, armgrants.ClientConfig{Service: cc.Service, URL: cc.URL, CABundle: cc.CABundle}); err != nil {
+		if err := armgrants.Apply(ctx, w.c, cc); err != nil {
 			return err
 		}
 		armgrants.Setup(mgr)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cerulean/cerulean/internal/pki"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -70,7 +71,7 @@ func Start(t testing.TB, rc *rest.Config, cfg wi.Config, ns string) *Server {
 	s := &Server{URL: fmt.Sprintf("https://127.0.0.1:%d", port), CAPEM: ca.PEM(), cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- srv.Start(ctx) }()
 	t.Cleanup(s.Stop)
-	if err := wi.Apply(t.Context(), c, wi.ClientConfig{URL: s.URL, CABundle: s.CAPEM}); err != nil {
+	if err := wi.Apply(t.Context(), c, registration.ClientConfig{URL: s.URL, CABundle: s.CAPEM}); err != nil {
 		t.Fatal(err)
 	}
 	WaitMutating(t, rc, ns)

@@ -3,9 +3,7 @@ package workloadidentity
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -20,6 +18,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 )
 
 // Registration facts: the path and name users' configurations and tools look for.
@@ -102,35 +102,16 @@ func (h *Handler) serviceAccount(ctx context.Context, key types.NamespacedName) 
 	return sa, nil
 }
 
-// ClientConfig says how kube-apiserver reaches the webhook: a Service in a cluster, or a URL
-// (on loopback under `cerulean-local up`, where no pod runs).
-type ClientConfig struct {
-	Service  *admissionregistrationv1.ServiceReference // Path is set to the webhook's
-	URL      string                                    // base URL, https://HOST:PORT; Path is appended
-	CABundle []byte
-}
-
-// ErrNoEndpoint reports a ClientConfig with neither a Service nor a URL, or with both.
-var ErrNoEndpoint = errors.New("webhook client config needs exactly one of a Service or a URL")
-
 // Configuration is the MutatingWebhookConfiguration of the webhook: pods CREATE,
 // failurePolicy Fail, reinvocationPolicy IfNeeded, an objectSelector on the opt-in label, a short
 // timeout and no side effects.
-func Configuration(cc ClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	var wcc admissionregistrationv1.WebhookClientConfig
-	switch {
-	case (cc.Service == nil) == (cc.URL == ""):
-		return nil, ErrNoEndpoint
-	case cc.Service != nil:
-		svc := *cc.Service
-		svc.Path = ptr.To(Path)
-		wcc.Service = &svc
-	default:
-		wcc.URL = ptr.To(cc.URL + Path)
+func Configuration(cc registration.ClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	wcc, err := cc.For(Path)
+	if err != nil {
+		return nil, err
 	}
-	wcc.CABundle = cc.CABundle
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: map[string]string{"app.kubernetes.io/name": "cerulean"}},
+		ObjectMeta: registration.Meta(ConfigurationName),
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         WebhookName,
 			ClientConfig: wcc,
@@ -152,46 +133,13 @@ func Configuration(cc ClientConfig) (*admissionregistrationv1.MutatingWebhookCon
 	}, nil
 }
 
-// Apply creates or updates the webhook's configuration (under `cerulean-local up`, where the manager
-// registers itself by URL; in a cluster the chart installs it and the CA injector keeps it).
-func Apply(ctx context.Context, c client.Client, cc ClientConfig) error {
+// Apply creates or updates the configuration; a nil CABundle keeps the one there (a CA
+// injector's). Under `cerulean-local up` the manager registers itself by URL; in a cluster the
+// chart installs the configuration.
+func Apply(ctx context.Context, c client.Client, cc registration.ClientConfig) error {
 	want, err := Configuration(cc)
 	if err != nil {
 		return err
 	}
-	got := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	err = c.Get(ctx, client.ObjectKeyFromObject(want), got)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, want); err != nil {
-			return fmt.Errorf("create webhook configuration %s: %w", want.Name, err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("get webhook configuration %s: %w", want.Name, err)
-	}
-	if cc.CABundle == nil {
-		// Keep the bundle the CA injector wrote.
-		for i := range got.Webhooks {
-			if got.Webhooks[i].Name == WebhookName {
-				want.Webhooks[0].ClientConfig.CABundle = got.Webhooks[i].ClientConfig.CABundle
-			}
-		}
-	}
-	got.Labels = mergeLabels(got.Labels, want.Labels) // a Helm release's labels stay
-	got.Webhooks = want.Webhooks
-	if err := c.Update(ctx, got); err != nil {
-		return fmt.Errorf("update webhook configuration %s: %w", want.Name, err)
-	}
-	return nil
-}
-
-// mergeLabels sets want's labels over got's, keeping the others.
-func mergeLabels(got, want map[string]string) map[string]string {
-	out := maps.Clone(got)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, want)
-	return out
+	return registration.Apply(ctx, c, want, cc.CABundle == nil)
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/pki"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
@@ -239,7 +240,7 @@ func TestReinvocationReachesContainersAddedLater(t *testing.T) {
 	srv := httptest.NewTLSServer(&webhook.Admission{Handler: inject})
 	defer srv.Close()
 	// Configurations are called in name order: this one after cerulean-workload-identity.
-	later, err := wi.Configuration(wi.ClientConfig{URL: srv.URL, CABundle: pki.EncodeCert(srv.Certificate().Raw)})
+	later, err := wi.Configuration(registration.ClientConfig{URL: srv.URL, CABundle: pki.EncodeCert(srv.Certificate().Raw)})
 	if err != nil {
 		t.Fatal(err)
 	}

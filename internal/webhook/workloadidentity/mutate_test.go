@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/cerulean/cerulean/internal/webhook/registration"
 )
 
 const (
@@ -299,10 +301,10 @@ func TestMutateProxySidecar(t *testing.T) {
 }
 
 func TestConfiguration(t *testing.T) {
-	if _, err := Configuration(ClientConfig{}); !errors.Is(err, ErrNoEndpoint) {
+	if _, err := Configuration(registration.ClientConfig{}); !errors.Is(err, registration.ErrNoEndpoint) {
 		t.Errorf("no endpoint: %v", err)
 	}
-	c, err := Configuration(ClientConfig{URL: "https://127.0.0.1:9443", CABundle: []byte("ca")})
+	c, err := Configuration(registration.ClientConfig{URL: "https://127.0.0.1:9443", CABundle: []byte("ca")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ func TestSchemaCarriesAzureLimits(t *testing.T) {
 		}
 		return m
 	}
+	redisSKU := map[string]any{"name": "Basic", "family": "C", "capacity": 0}
 	rg := func(name string, spec map[string]any) *unstructured.Unstructured {
 		spec["location"] = "westus2"
 		return obj(rgAPI, "ResourceGroup", name, spec)
@@ -58,6 +59,13 @@ func TestSchemaCarriesAzureLimits(t *testing.T) {
 		{obj("keyvault.azure.com/v1api20230701", "Vault", "vault", map[string]any{"azureName": "v--x", "location": "westus2", "owner": map[string]any{"name": "rg"},
 			"properties": map[string]any{"tenantId": "00000000-0000-0000-0000-000000000000", "sku": map[string]any{"family": "A", "name": "standard"}}}), "spec.azureName"},
 		{obj(msiAPI, "UserAssignedIdentity", "dotted.name", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}}), "3 to 128 letters"},
+		{obj("dbforpostgresql.azure.com/v1api20240801", "FlexibleServer", "pg", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}}), "server names are 3 to 63"},
+		{obj("dbforpostgresql.azure.com/v1api20240801", "FlexibleServer", "pg-tags", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"},
+			"tags": tags(0, "n", strings.Repeat("v", 257))}), "tag values are at most 256"},
+		{obj("cache.azure.com/v1api20241101", "Redis", "double--hyphen", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}, "sku": redisSKU}), "without consecutive hyphens"},
+		{obj("cache.azure.com/v1api20230801", "Redis", "cache-"+strings.Repeat("a", 60), map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}, "sku": redisSKU}), "cache names are 1 to 63"},
+		{obj("cache.azure.com/v1api20241101", "Redis", "cache-tags", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}, "sku": redisSKU,
+			"tags": tags(51, "", "")}), "spec.tags"},
 	} {
 		tc.obj.SetNamespace(ns)
 		err := c.Create(t.Context(), tc.obj)

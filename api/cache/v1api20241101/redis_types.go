@@ -9,6 +9,7 @@ import (
 // Redis is an Azure Cache for Redis (Microsoft.Cache/redis, API 2024-11-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || (self.metadata.name.matches('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$') && !self.metadata.name.contains('--'))",message="metadata.name is the Azure name when spec.azureName is empty: cache names are 1 to 63 letters, digits and hyphens, starting and ending with a letter or digit, without consecutive hyphens"
 // +kubebuilder:storageversion
 // +kubebuilder:resource:categories={azure,cache}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
@@ -60,6 +61,8 @@ type RedisSpec struct {
 	// tags are the cache's tags.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 512)",message="tag names are 1 to 512 characters (Azure's limit)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values are at most 256 characters (Azure's limit)"
 	Tags map[string]string `json:"tags,omitempty"`
 	// operatorSpec says what to export once the cache is ready.
 	// +optional

@@ -10,6 +10,7 @@ import (
 // (Microsoft.DBforPostgreSQL/flexibleServers, API 2024-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-z0-9][-a-z0-9]{1,61}[a-z0-9]$')",message="metadata.name is the Azure name when spec.azureName is empty: server names are 3 to 63 lowercase letters, digits and hyphens, starting and ending with a letter or digit"
 // +kubebuilder:resource:categories={azure,dbforpostgresql}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -65,6 +66,8 @@ type FlexibleServerSpec struct {
 	// tags are the server's tags.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) >= 1 && size(k) <= 512)",message="tag names are 1 to 512 characters (Azure's limit)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256)",message="tag values are at most 256 characters (Azure's limit)"
 	Tags map[string]string `json:"tags,omitempty"`
 	// operatorSpec says what to export once the server is ready.
 	// +optional

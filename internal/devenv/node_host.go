@@ -221,7 +221,7 @@ func teardown(r *hostRecord) error {
 		}
 	}
 	errs = append(errs, removeCgroups())
-	errs = append(errs, removeNetwork(), removeKubeProxyTables())
+	errs = append(errs, removeNetwork(), removeNodeTables())
 	for _, k := range NodeSysctls {
 		if v, ok := r.Sysctls[k]; ok {
 			if cur, err := readSysctl(k); err != nil || cur != v {
@@ -583,7 +583,7 @@ func NodeLeftovers(dataDir string) []string {
 	if _, err := run("iptables", "-w", "5", "-t", "nat", "-S", natChain); err == nil {
 		left = append(left, "iptables nat chain "+natChain)
 	}
-	left = append(left, kubeProxyTablesLeft()...)
+	left = append(left, nodeTablesLeft()...)
 	for _, d := range kubepodsDirs() {
 		left = append(left, "cgroup "+d)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/clouddns"
 	"github.com/cerulean/cerulean/internal/fsutil"
+	"github.com/cerulean/cerulean/internal/nodeagent"
 )
 
 // Services and DNS for pods, as in any cluster: kube-proxy (nftables mode) gives ClusterIPs to
@@ -156,8 +157,16 @@ func ensureDNSObjects(ctx context.Context, cs kubernetes.Interface) error {
 	if err := createOrUpdate(ctx, binding, cs.RbacV1().ClusterRoleBindings().Create, cs.RbacV1().ClusterRoleBindings().Update); err != nil {
 		return fmt.Errorf("create CoreDNS's role binding: %w", err)
 	}
-	if _, err := cs.CoreV1().Services(metav1.NamespaceSystem).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create the kube-dns Service: %w", err)
+	// Looked up first: the apiserver allocates a create's ClusterIP before it finds the name
+	// taken, so a second create fails on the IP instead of AlreadyExists.
+	services := cs.CoreV1().Services(metav1.NamespaceSystem)
+	if _, err := services.Get(ctx, svc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		_, err = services.Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create the kube-dns Service: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("read the kube-dns Service: %w", err)
 	}
 	slices := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem)
 	if err := createOrUpdate(ctx, slice, slices.Create, slices.Update); err != nil {
@@ -215,47 +224,57 @@ func (n *Node) startServices(ctx context.Context, cs kubernetes.Interface, timeo
 	return n.waitReady(ctx, timeout, "CoreDNS", httpReady("http://"+coreDNSReadyAddr+"/ready"))
 }
 
-// removeKubeProxyTables deletes kube-proxy's nftables tables (it leaves them when stopped).
-func removeKubeProxyTables() error {
-	c, err := nftables.New()
-	if err != nil {
-		return fmt.Errorf("remove kube-proxy's nftables tables: %w", err)
-	}
+// nodeTables lists the nftables tables the node's processes write and leave when they die:
+// kube-proxy's (ip and ip6; it leaves them even when stopped) and the node agent's, whose
+// metadata DNAT would send pods to a port nothing listens on once the agent is gone.
+func nodeTables(c *nftables.Conn) ([]*nftables.Table, error) {
 	tables, err := c.ListTables()
 	if err != nil {
-		return fmt.Errorf("remove kube-proxy's nftables tables: %w", err)
+		return nil, err
 	}
-	found := false
+	var ours []*nftables.Table
 	for _, t := range tables {
-		if t.Name == kubeProxyTable && (t.Family == nftables.TableFamilyIPv4 || t.Family == nftables.TableFamilyIPv6) {
-			c.DelTable(t)
-			found = true
+		proxy := t.Name == kubeProxyTable && (t.Family == nftables.TableFamilyIPv4 || t.Family == nftables.TableFamilyIPv6)
+		agent := t.Name == nodeagent.DefaultTable && t.Family == nftables.TableFamilyIPv4
+		if proxy || agent {
+			ours = append(ours, t)
 		}
 	}
-	if !found {
+	return ours, nil
+}
+
+// removeNodeTables deletes the tables nodeTables lists.
+func removeNodeTables() error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("remove the node's nftables tables: %w", err)
+	}
+	tables, err := nodeTables(c)
+	if err != nil {
+		return fmt.Errorf("list the nftables tables: %w", err)
+	}
+	if len(tables) == 0 {
 		return nil
 	}
+	for _, t := range tables {
+		c.DelTable(t)
+	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("remove kube-proxy's nftables tables: %w", err)
+		return fmt.Errorf("remove the node's nftables tables: %w", err)
 	}
 	return nil
 }
 
-// kubeProxyTablesLeft names kube-proxy's tables still on the machine.
-func kubeProxyTablesLeft() []string {
+// nodeTablesLeft names the node's tables still on the machine.
+func nodeTablesLeft() []string {
 	c, err := nftables.New()
 	if err != nil {
 		return nil
 	}
-	tables, err := c.ListTables()
-	if err != nil {
-		return nil
-	}
+	tables, _ := nodeTables(c)
 	var left []string
 	for _, t := range tables {
-		if t.Name == kubeProxyTable {
-			left = append(left, fmt.Sprintf("nftables table %s (family %d)", t.Name, t.Family))
-		}
+		left = append(left, fmt.Sprintf("nftables table %s (family %d)", t.Name, t.Family))
 	}
 	return left
 }

@@ -46,6 +46,20 @@ func runToEnd(t *testing.T, cs kubernetes.Interface, cp *devenv.ControlPlane, po
 	return out
 }
 
+// A node started again on the same control plane (`up` resumed on its data directory) writes
+// CoreDNS's objects again over the ones it finds: the kube-dns Service keeps its ClusterIP.
+func TestDNSObjectsWrittenAgainOnARestart(t *testing.T) {
+	devenvtest.Node(t)
+	cs := kubernetes.NewForConfigOrDie(devenvtest.ControlPlane(t).RESTConfig)
+	if err := devenv.EnsureDNSObjects(t.Context(), cs); err != nil {
+		t.Fatalf("writing the DNS objects a second time: %v", err)
+	}
+	svc, err := cs.CoreV1().Services(metav1.NamespaceSystem).Get(t.Context(), "kube-dns", metav1.GetOptions{})
+	if err != nil || svc.Spec.ClusterIP != devenv.DNSServiceIP {
+		t.Fatalf("kube-dns after a restart: %v, %v; want ClusterIP %s", svc, err, devenv.DNSServiceIP)
+	}
+}
+
 // A Deployment-shaped app behind a ClusterIP Service, as a chart has it: a pod reaches it by
 // NAME.NAMESPACE.svc.cluster.local, short names resolve through the search list, the
 // kubernetes Service too, and a name outside the cluster and Azure's zones is NXDOMAIN (not a

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,9 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/images"
-	"github.com/cerulean/cerulean/internal/nodeagent"
 )
 
 // podIdentityOnTheNode is pod identity on the whole system, in an up with the local node (run
@@ -164,17 +161,5 @@ spec:
 		t.Errorf("a pod without a binding: phase %v (%v), want Failed", failed.Status.Phase, err)
 	} else if out := kubectl(t, kubeconfig, "logs", "-n", ns, "no-binding"); !strings.Contains(out, "403") || strings.Contains(out, "imds token") {
 		t.Errorf("a pod without a binding: %q, want a 403 from the agent", out)
-	}
-}
-
-// removeAgentTable removes the node agent's nftables table that an up killed with SIGKILL
-// leaves (the next up's agent would replace it; a test leaves nothing behind). Only under the
-// node lock: the table is machine-wide, and while another package's node runs, it is that node's.
-func removeAgentTable(t *testing.T) {
-	err := devenv.WithNodeLock(context.Background(), 0, func() {
-		_ = exec.Command("nft", "delete", "table", "ip", nodeagent.DefaultTable).Run()
-	})
-	if err != nil && !errors.Is(err, devenv.ErrNodeInUse) {
-		t.Error(err)
 	}
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/cerulean/cerulean/internal/images"
 	"github.com/cerulean/cerulean/internal/manifests"
 	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/webhook/armgrants"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
@@ -312,9 +313,18 @@ func injectedCA(t *testing.T, cs kubernetes.Interface) []byte {
 		if err != nil || len(m.Webhooks) != 1 || len(m.Webhooks[0].ClientConfig.CABundle) == 0 {
 			return false, nil
 		}
-		v, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, podidentity.ConfigurationName, metav1.GetOptions{})
-		if err != nil || len(v.Webhooks) != 1 || string(v.Webhooks[0].ClientConfig.CABundle) != string(m.Webhooks[0].ClientConfig.CABundle) {
-			return false, nil
+		// Every webhook of the validating configurations (pod identity's two checks, the ARM
+		// grants check) trusts the same CA.
+		for _, name := range []string{podidentity.ConfigurationName, armgrants.ConfigurationName} {
+			v, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || len(v.Webhooks) == 0 {
+				return false, nil
+			}
+			for _, w := range v.Webhooks {
+				if string(w.ClientConfig.CABundle) != string(m.Webhooks[0].ClientConfig.CABundle) {
+					return false, nil
+				}
+			}
 		}
 		if m.Labels["app.kubernetes.io/managed-by"] != "Helm" {
 			return false, fmt.Errorf("the manager dropped the release's labels from %s: %v", m.Name, m.Labels)

@@ -1,0 +1,4 @@
+package devenv
+
+// EnsureDNSObjects is what a node's start writes for CoreDNS, for the restart test.
+var EnsureDNSObjects = ensureDNSObjects

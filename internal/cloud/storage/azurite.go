@@ -144,6 +144,31 @@ func (a *Azurite) Endpoint(ctx context.Context, service string) (string, error) 
 	return "http://127.0.0.1:" + strconv.Itoa(run.ports[service]), nil
 }
 
+// Wait starts Azurite when it does not run and waits until it listens: nil, or the reason it
+// did not start (what a storage account's create reports).
+func (a *Azurite) Wait(ctx context.Context) error {
+	_, err := a.Endpoint(ctx, Services[0])
+	return err
+}
+
+// Ready reports, without waiting, whether Azurite runs and listens.
+func (a *Azurite) Ready() bool {
+	a.mu.Lock()
+	run := a.run
+	a.mu.Unlock()
+	if run == nil {
+		return false
+	}
+	select {
+	case <-run.done:
+		return false
+	case <-run.ready:
+		return run.err == nil
+	default:
+		return false
+	}
+}
+
 // Running reports whether an Azurite process of this cloud is alive.
 func (a *Azurite) Running() bool {
 	a.mu.Lock()
@@ -283,8 +308,10 @@ func (a *Azurite) watch(run *azuriteRun, logPath string, offset int64) {
 			exited = true
 		case <-time.After(100 * time.Millisecond):
 		}
+		var out []byte // this run's output
 		if b, err := os.ReadFile(logPath); err == nil && int64(len(b)) >= offset {
-			for _, m := range listening.FindAllStringSubmatch(string(b[offset:]), -1) {
+			out = b[offset:]
+			for _, m := range listening.FindAllStringSubmatch(string(out), -1) {
 				port, _ := strconv.Atoi(m[2])
 				run.ports[strings.ToLower(m[1])] = port
 			}
@@ -295,13 +322,33 @@ func (a *Azurite) watch(run *azuriteRun, logPath string, offset int64) {
 			a.o.Logger.Info("Azurite ready", "ports", run.ports)
 			return
 		case exited:
-			fail(fmt.Errorf("azurite exited before listening (%w); see %s", run.exit, logPath))
+			fail(fmt.Errorf("azurite exited before listening (%w)%s; see %s", run.exit, lastLine(out), logPath))
 			return
 		case time.Now().After(deadline):
 			fail(fmt.Errorf("azurite did not listen within %s; see %s", a.o.StartTimeout, logPath))
 			return
 		}
 	}
+}
+
+// lastLine is the last line of Azurite's output that names why it stopped (Node prints the
+// thrown error, then its stack and its version), as ": LINE" clipped, or "".
+func lastLine(out []byte) string {
+	lines := strings.Split(string(out), "\n")
+	last := ""
+	for i := len(lines) - 1; i >= 0 && last == ""; i-- {
+		l := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(l, "at ") && !strings.HasPrefix(l, "Node.js v") {
+			last = l
+		}
+	}
+	if last == "" {
+		return ""
+	}
+	if r := []rune(last); len(r) > 300 {
+		last = string(r[:300]) + "…"
+	}
+	return ": " + last
 }
 
 // Close stops Azurite: SIGTERM (it saves its data), then SIGKILL after a grace period.

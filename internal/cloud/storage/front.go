@@ -102,6 +102,14 @@ func New(o Options) *Service {
 	return s
 }
 
+// EngineReady reports, without waiting, whether Azurite listens (an account created now is
+// served at once).
+func (s *Service) EngineReady() bool { return s.o.Azurite.Ready() }
+
+// WaitEngine starts Azurite when it does not run and waits until it listens: nil, or why it
+// did not start.
+func (s *Service) WaitEngine(ctx context.Context) error { return s.o.Azurite.Wait(ctx) }
+
 // Suffixes are the public DNS suffixes of the data planes, by service.
 var Suffixes = map[string]string{"blob": ".blob.core.windows.net", "queue": ".queue.core.windows.net", "table": ".table.core.windows.net"}
 

@@ -16,6 +16,10 @@ import (
 // the account, and containers, queues and tables are served from there.
 type DataPlane interface {
 	DeleteAccountData(ctx context.Context, account string) error
+	// EngineReady reports, without waiting, whether the engine (Azurite) serves; WaitEngine
+	// starts it when needed and returns why it did not start. An account's create waits for it.
+	EngineReady() bool
+	WaitEngine(ctx context.Context) error
 	Children
 }
 
@@ -38,6 +42,9 @@ func (p *Provider) Account(ctx context.Context, name string) (storage.Account, e
 			var st stored
 			if err := json.Unmarshal(a.Properties, &st); err != nil {
 				return err
+			}
+			if !st.live() {
+				return storage.ErrAccountNotFound // being created, or failed: not served, as its name does not resolve in Azure
 			}
 			out = storage.Account{Name: strings.ToLower(a.Name), ID: a.ID, TenantID: p.svc.TenantID()}
 			for _, k := range st.Keys {

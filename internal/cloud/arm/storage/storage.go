@@ -30,6 +30,13 @@ const (
 	regenerateKeyType = "Microsoft.Storage/storageAccounts/regenerateKey"
 	nameCheckType     = "Microsoft.Storage/checkNameAvailability"
 	action            = "Microsoft.Storage/storageAccounts/"
+	opCreate          = "storage.create"
+)
+
+// Provisioning states of an account (Azure's names).
+const (
+	stateCreating = "Creating"
+	stateFailed   = "Failed"
 )
 
 // Versions are the accepted api-versions: armstorage/v2 sends 2025-01-01, @azure/arm-storage 21
@@ -65,7 +72,7 @@ func Register(svc *arm.Service, baseURL string) *Provider {
 	)
 	// An action's scope is the account (the collection's parent: the default).
 	for _, rt := range []arm.Route{
-		{Method: http.MethodPut, Type: AccountType, Action: action + "write", Handle: p.putSpec().Serve, Example: sa},
+		{Method: http.MethodPut, Type: AccountType, Action: action + "write", Handle: p.put, Example: sa},
 		{Method: http.MethodPatch, Type: AccountType, Action: action + "write", Handle: p.patch, Example: sa},
 		{Method: http.MethodGet, Type: AccountType, Action: action + "read", Handle: p.get, Example: sa},
 		{Method: http.MethodDelete, Type: AccountType, Action: action + "delete", Handle: p.delete, Example: sa},
@@ -77,6 +84,7 @@ func Register(svc *arm.Service, baseURL string) *Provider {
 		svc.Handle(rt)
 	}
 	p.registerChildren()
+	svc.RegisterOperation(opCreate, p.runCreate)
 	return p
 }
 
@@ -88,7 +96,14 @@ type stored struct {
 	Kind       string          `json:"kind"`
 	Keys       []key           `json:"keys"`
 	Created    time.Time       `json:"created"`
+	// State is the provisioningState: "" (accounts stored before it existed) and Succeeded
+	// are served; Creating waits for Azurite; Failed carries Azurite's error in Error.
+	State string `json:"provisioningState,omitempty"`
+	Error string `json:"error,omitempty"`
 }
+
+// live reports whether the account is served.
+func (st stored) live() bool { return st.State == "" || st.State == arm.StateSucceeded }
 
 type key struct {
 	Name    string    `json:"keyName"`
@@ -164,6 +179,95 @@ func (p *Provider) putSpec() arm.Put[body] {
 		},
 		View: func(r arm.Resource) any { return p.view(r) },
 	}
+}
+
+// put creates or updates an account. A create (or a PUT of a failed account, which retries it)
+// is served at once when Azurite listens; otherwise it is a long-running operation that waits
+// for Azurite and ends the account Succeeded, or Failed with Azurite's error (202 and no body,
+// as Azure answers a create it has not finished).
+func (p *Provider) put(ctx context.Context, r *arm.Request) (httpx.Response, error) {
+	spec := p.putSpec()
+	ready := p.data == nil || p.data.EngineReady()
+	var op arm.Operation
+	apply := spec.Apply
+	spec.Apply = func(tx *store.Tx, res *arm.Resource, created bool, b *body) error {
+		var prev stored
+		if !created {
+			if err := json.Unmarshal(res.Properties, &prev); err != nil {
+				return err
+			}
+		}
+		if err := apply(tx, res, created, b); err != nil {
+			return err
+		}
+		if !created && prev.State != stateFailed {
+			return nil // an update: the state stays
+		}
+		var st stored
+		if err := json.Unmarshal(res.Properties, &st); err != nil {
+			return err
+		}
+		st.State, st.Error = arm.StateSucceeded, ""
+		if !ready {
+			st.State = stateCreating
+			var err error
+			if op, err = p.svc.NewOperationTx(tx, r, opCreate, res.ID); err != nil {
+				return err
+			}
+		}
+		var err error
+		res.Properties, err = json.Marshal(st)
+		return err
+	}
+	res, _, err := spec.Run(ctx, r)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	if op.ID != "" {
+		p.svc.Launch(op)
+		return p.svc.Accepted(http.StatusAccepted, op, nil), nil
+	}
+	return spec.Response(res), nil
+}
+
+// runCreate waits for Azurite and records the outcome in the account: Succeeded, or Failed
+// with Azurite's error, which is the operation's error too.
+func (p *Provider) runCreate(ctx context.Context, id armid.ID) error {
+	var engErr error
+	if p.data != nil {
+		engErr = p.data.WaitEngine(ctx)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err() // the cloud stops: the operation runs again at the next start
+	}
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		res, err := arm.GetTx(tx, id)
+		if err != nil {
+			return err
+		}
+		var st stored
+		if err := json.Unmarshal(res.Properties, &st); err != nil {
+			return err
+		}
+		if st.State != stateCreating {
+			return nil // deleted and created again, or retried: another operation owns it
+		}
+		st.State, st.Error = arm.StateSucceeded, ""
+		if engErr != nil {
+			st.State, st.Error = stateFailed, clip(engErr.Error(), 1024)
+		}
+		if res.Properties, err = json.Marshal(st); err != nil {
+			return err
+		}
+		return arm.PutTx(tx, res)
+	})
+	if arm.IsNotFound(err) {
+		err = nil // deleted meanwhile
+	}
+	if engErr != nil {
+		return arm.Errorf(http.StatusInternalServerError, "InternalServerError", "The storage account's data planes could not start: %s", clip(engErr.Error(), 1024))
+	}
+	return err
 }
 
 // patch updates tags, sku and kind when given and merges the top-level properties.
@@ -286,7 +390,14 @@ func (p *Provider) delete(ctx context.Context, r *arm.Request) (httpx.Response, 
 		return httpx.Response{}, err
 	}
 	// The account's data goes first: a failure leaves the account, so the delete can be retried.
-	if p.data != nil {
+	// An account that never became Succeeded has none (and Azurite may not start).
+	_, st, err := p.account(ctx, r.ID)
+	if arm.IsNotFound(err) {
+		return arm.Deleted(false), nil
+	} else if err != nil {
+		return httpx.Response{}, err
+	}
+	if p.data != nil && st.live() {
 		if err := p.data.DeleteAccountData(ctx, r.ID.Name()); err != nil {
 			return httpx.Response{}, fmt.Errorf("delete the data of storage account %s: %w", r.ID.Name(), err)
 		}
@@ -442,6 +553,12 @@ func (p *Provider) view(r arm.Resource) accountJSON {
 		keyTimes[k.Name] = k.Created
 	}
 	props["provisioningState"] = arm.StateSucceeded
+	if st.State != "" {
+		props["provisioningState"] = st.State
+	}
+	if st.Error != "" {
+		props["statusMessage"] = st.Error
+	}
 	props["creationTime"] = st.Created
 	props["primaryEndpoints"] = p.Endpoints(r.Name)
 	props["primaryLocation"] = r.Location

@@ -21,6 +21,8 @@ type RedisCache struct {
 	Name       string // the cache's name: it answers as NAME.redis.cache.windows.net
 	Keys       [2]string
 	NonTLSPort bool // enableNonSslPort
+	// Firewall are the cache's firewall rules: none admits every client (front.go).
+	Firewall []IPRange
 }
 
 // RedisAddrs are where a cache listens: TLS always, the plain port only with enableNonSslPort.
@@ -36,11 +38,13 @@ func redisKey(name string) string { return "redis/" + strings.ToLower(name) }
 
 // StartRedis starts the cache's redis-server, with both access keys as the default user's two
 // passwords, an append-only file fsynced on every write, and TLS with a certificate for its
-// name; it waits until the server answers. A running cache is restarted only if its non-TLS
-// port setting changed.
+// name; it waits until the server answers. Its public ports are fronts that enforce the
+// firewall rules (front.go); redis-server itself listens on 127.0.0.1. A running cache is
+// restarted only if its non-TLS port setting changed; its rules are replaced.
 func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, error) {
 	if p, ok := s.get(redisKey(c.Name)); ok {
 		if (p.addr.IsValid()) == c.NonTLSPort {
+			p.gate.set(c.Firewall)
 			return RedisAddrs{TLS: p.tls, Plain: p.addr}, nil
 		}
 		if err := s.stopKey(redisKey(c.Name)); err != nil {
@@ -70,11 +74,18 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 			return RedisAddrs{}, err
 		}
 	}
-	binds := tlsAddr.Addr().String()
-	if plainAddr.IsValid() && plainAddr.Addr() != tlsAddr.Addr() {
-		binds += " " + plainAddr.Addr().String() // one fell back to 127.0.0.1
+	// redis-server's own ports, behind the fronts.
+	innerTLS, err := port(filepath.Join(dir, "engine-tls-port"))
+	if err != nil {
+		return RedisAddrs{}, err
 	}
-	tlsPort, plainPort := int(tlsAddr.Port()), int(plainAddr.Port())
+	innerPlain := 0
+	if c.NonTLSPort {
+		if innerPlain, err = port(filepath.Join(dir, "engine-port")); err != nil {
+			return RedisAddrs{}, err
+		}
+	}
+	loopback := netip.MustParseAddr("127.0.0.1")
 	certFile, keyFile, err := s.writeServing(dir, RedisHost(c.Name), tlsAddr.Addr())
 	if err != nil {
 		return RedisAddrs{}, err
@@ -84,9 +95,9 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 		return RedisAddrs{}, err
 	}
 	conf := strings.Join([]string{
-		"bind " + binds,
-		"port " + strconv.Itoa(plainPort),
-		"tls-port " + strconv.Itoa(tlsPort),
+		"bind 127.0.0.1",
+		"port " + strconv.Itoa(innerPlain),
+		"tls-port " + strconv.Itoa(innerTLS),
 		"tls-cert-file " + certFile,
 		"tls-key-file " + keyFile,
 		"tls-ca-cert-file " + caFile,
@@ -114,13 +125,36 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 		return RedisAddrs{}, fmt.Errorf("start Redis for %s: %w", c.Name, err)
 	}
 	p.tls, p.addr = tlsAddr, plainAddr
-	p.stop = func(p *proc) error { return terminate(p, syscall.SIGTERM, 30*time.Second) }
+	p.inner = netip.AddrPortFrom(loopback, uint16(innerTLS)) //nolint:gosec // a port from the kernel
+	p.gate = &gate{}
+	p.gate.set(c.Firewall)
+	p.stop = func(p *proc) error {
+		closeFronts(p)
+		return terminate(p, syscall.SIGTERM, 30*time.Second)
+	}
 	keys := c.Keys
 	ready := func(ctx context.Context) error { return s.redisDo(ctx, p, keys[0], "PING") }
 	if err := waitReady(ctx, p, "Redis", ready); err != nil {
 		_ = p.stop(p)
 		return RedisAddrs{}, fmt.Errorf("start Redis for %s: %w", c.Name, err)
 	}
+	pairs := [][2]netip.AddrPort{{tlsAddr, p.inner}}
+	if plainAddr.IsValid() {
+		pairs = append(pairs, [2]netip.AddrPort{plainAddr, netip.AddrPortFrom(loopback, uint16(innerPlain))}) //nolint:gosec // as above
+	}
+	for _, pair := range pairs {
+		f, err := listenFront(pair[0], pair[1], p.gate, c.Name, s.log)
+		if err != nil {
+			_ = p.stop(p)
+			return RedisAddrs{}, fmt.Errorf("start Redis for %s: listen on %s: %w", c.Name, pair[0], err)
+		}
+		p.setFronts(append(p.getFronts(), f))
+	}
+	// A redis-server that dies takes its fronts with it: its ports are free for the next start.
+	go func() {
+		<-p.done
+		closeFronts(p)
+	}()
 	if err := s.put(redisKey(c.Name), p); err != nil {
 		_ = p.stop(p)
 		return RedisAddrs{}, err
@@ -129,12 +163,13 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 	return RedisAddrs{TLS: p.tls, Plain: p.addr}, nil
 }
 
-// redisDo runs one command over TLS as the default user with key.
+// redisDo runs one command over TLS as the default user with key, on redis-server's own port
+// (the cloud is not subject to the cache's firewall).
 func (s *Supervisor) redisDo(ctx context.Context, p *proc, key string, args ...any) error {
 	pool := x509.NewCertPool()
 	pool.AddCert(s.o.CA.Cert)
 	c := redis.NewClient(&redis.Options{
-		Addr: p.tls.String(), Password: key, DB: 0, MaxRetries: -1, DialTimeout: 5 * time.Second,
+		Addr: p.inner.String(), Password: key, DB: 0, MaxRetries: -1, DialTimeout: 5 * time.Second,
 		TLSConfig:       &tls.Config{RootCAs: pool, ServerName: p.tls.Addr().String(), MinVersion: tls.VersionTLS12},
 		DisableIdentity: true,
 	})
@@ -154,6 +189,21 @@ func (s *Supervisor) SetRedisKeys(ctx context.Context, name string, current stri
 		return fmt.Errorf("set the access keys of %s: %w", name, err)
 	}
 	return nil
+}
+
+// SetRedisFirewall replaces a running cache's firewall rules at once, for new connections (a
+// cache that does not run gets them at its next StartRedis).
+func (s *Supervisor) SetRedisFirewall(name string, rules []IPRange) {
+	if p, ok := s.get(redisKey(name)); ok {
+		p.gate.set(rules)
+	}
+}
+
+// closeFronts closes a cache's public ports and the connections through them.
+func closeFronts(p *proc) {
+	for _, f := range p.setFronts(nil) {
+		_ = f.close()
+	}
 }
 
 // StopRedis stops the cache's server, if it runs.

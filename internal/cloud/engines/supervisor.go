@@ -69,6 +69,27 @@ type proc struct {
 	tls    netip.AddrPort // Redis: the TLS port (addr is then the non-TLS one, if any)
 	sock   string         // PostgreSQL: the directory of its Unix socket
 	stop   func(p *proc) error
+
+	// Redis: redis-server's own TLS port, and the fronts on its public ports (front.go).
+	inner   netip.AddrPort
+	gate    *gate
+	frontMu sync.Mutex
+	fronts  []*front
+}
+
+func (p *proc) getFronts() []*front {
+	p.frontMu.Lock()
+	defer p.frontMu.Unlock()
+	return p.fronts
+}
+
+// setFronts replaces the fronts and returns the previous ones.
+func (p *proc) setFronts(fs []*front) []*front {
+	p.frontMu.Lock()
+	defer p.frontMu.Unlock()
+	old := p.fronts
+	p.fronts = fs
+	return old
 }
 
 // New returns a supervisor for the engines under o.Dir/engines.

@@ -49,6 +49,7 @@ func TestDataPlanes(t *testing.T) {
 	e := start(t)
 	t.Run("PostgreSQL", func(t *testing.T) { testPostgres(t, e) })
 	t.Run("Redis", func(t *testing.T) { testRedis(t, e) })
+	t.Run("RedisFirewall", func(t *testing.T) { testRedisFirewall(t, e) })
 	t.Run("EngineFailure", func(t *testing.T) { testEngineFailure(t, e) })
 }
 
@@ -354,5 +355,84 @@ func testRedis(t *testing.T, e *env) {
 	}
 	if _, ok := e.c.LookupDataPlane("cache-app.redis.cache.windows.net"); ok {
 		t.Fatal("a deleted cache still resolves")
+	}
+}
+
+// testRedisFirewall: a cache with no firewall rule admits every client; with rules, only clients
+// whose address is in a rule's range (this test's client connects from 127.0.0.1); a rule's
+// change judges the next connection, without a restart of the cache.
+func testRedisFirewall(t *testing.T, e *env) {
+	ctx := t.Context()
+	caches, err := armredis.NewClient(e.sub, e.cred, cloudtest.ARMOptions(e.c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := armredis.NewFirewallRulesClient(e.sub, e.cred, cloudtest.ARMOptions(e.c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poller, err := caches.BeginCreate(ctx, "rg", "cache-fw", armredis.CreateParameters{Location: to.Ptr("eastus"), Properties: &armredis.CreateProperties{
+		SKU: &armredis.SKU{Name: to.Ptr(armredis.SKUNameBasic), Family: to.Ptr(armredis.SKUFamilyC), Capacity: to.Ptr[int32](0)},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := caches.ListKeys(ctx, "rg", "cache-fw", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new client per step: go-redis keeps its connections, and rules judge new ones.
+	connect := func() (string, error) {
+		c := e.redisClient("cache-fw", *keys.PrimaryKey)
+		defer c.Close()
+		info, err := c.Info(ctx, "server").Result()
+		for line := range strings.SplitSeq(info, "\r\n") {
+			if pid, ok := strings.CutPrefix(line, "process_id:"); ok {
+				return pid, err
+			}
+		}
+		return "", err
+	}
+	pid, err := connect()
+	if err != nil || pid == "" {
+		t.Fatalf("no rule: every client connects: %q %v", pid, err)
+	}
+	setRule := func(start, end string) {
+		t.Helper()
+		if _, err := rules.CreateOrUpdate(ctx, "rg", "cache-fw", "office", armredis.FirewallRule{
+			Properties: &armredis.FirewallRuleProperties{StartIP: to.Ptr(start), EndIP: to.Ptr(end)},
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRule("10.9.0.0", "10.9.0.255")
+	_, err = connect()
+	var rerr redis.Error
+	if err == nil || errors.As(err, &rerr) || !strings.Contains(err.Error(), "connection reset by peer") {
+		t.Fatalf("a client outside every rule: %v", err)
+	}
+	setRule("10.9.0.0", "127.0.0.1")
+	if got, err := connect(); err != nil || got != pid {
+		t.Fatalf("the rule widened to the client: %q %v (process %s before)", got, err, pid)
+	}
+	if _, err := rules.Delete(ctx, "rg", "cache-fw", "office", nil); err != nil {
+		t.Fatal(err)
+	}
+	setRule("10.9.0.0", "10.9.0.255")
+	if _, err := rules.Delete(ctx, "rg", "cache-fw", "office", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := connect(); err != nil || got != pid {
+		t.Fatalf("the rules deleted: %q %v (process %s before)", got, err, pid)
+	}
+	del, err := caches.BeginDelete(ctx, "rg", "cache-fw", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := del.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package redis is the Microsoft.Cache provider of the local cloud: Azure Cache for Redis, each
 // cache a real redis-server the engines supervisor runs (TLS on its sslPort, the plain port only
 // with enableNonSslPort), with listKeys and regenerateKey (both keys valid at once; a regenerated
-// key stops working, the other keeps working) and firewall rules (stored; see docs/cloud.md). A
+// key stops working, the other keeps working) and firewall rules (enforced by the engine's
+// fronts: engines/front.go). A
 // create is a long-running operation that runs the engine; an engine that fails to start leaves
 // the cache provisioningState Failed with its error.
 package redis
@@ -82,6 +83,7 @@ func Register(svc *arm.Service, eng *engines.Supervisor) *Provider {
 	}
 	svc.RegisterOperation(opCreate, p.runCreate)
 	svc.OnDelete(CacheType, func(_ *store.Tx, r arm.Resource) error { return p.eng.RemoveRedis(r.Name) })
+	svc.OnDelete(FirewallType, p.onDeleteRule)
 	return p
 }
 
@@ -213,8 +215,55 @@ func (p *Provider) apply(ctx context.Context, res arm.Resource) error {
 	if st.ProvisioningState != arm.StateSucceeded {
 		return nil
 	}
-	_, err := p.eng.StartRedis(ctx, engines.RedisCache{Name: res.Name, Keys: st.Keys, NonTLSPort: st.NonSSL})
+	id, err := armid.Parse(res.ID)
+	if err != nil {
+		return err
+	}
+	fw, err := p.firewall(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = p.eng.StartRedis(ctx, engines.RedisCache{Name: res.Name, Keys: st.Keys, NonTLSPort: st.NonSSL, Firewall: fw})
 	return err
+}
+
+// firewall reads the cache's firewall rules.
+func (p *Provider) firewall(ctx context.Context, cache armid.ID) ([]engines.IPRange, error) {
+	var fw []engines.IPRange
+	err := p.svc.Store().View(ctx, func(tx *store.Tx) error {
+		var err error
+		fw, err = firewallTx(tx, cache, "", nil)
+		return err
+	})
+	return fw, err
+}
+
+// firewallTx reads the cache's firewall rules; skip leaves one out (a rule being deleted),
+// extra replaces or adds one (a rule being written).
+func firewallTx(tx *store.Tx, cache armid.ID, skip string, extra *arm.Resource) ([]engines.IPRange, error) {
+	all, err := arm.ListTx(tx, cache, FirewallType)
+	if err != nil {
+		return nil, err
+	}
+	var out []engines.IPRange
+	add := func(f arm.Resource) {
+		var rp ruleProps
+		_ = json.Unmarshal(f.Properties, &rp)
+		s, err1 := netip.ParseAddr(rp.StartIP)
+		e, err2 := netip.ParseAddr(rp.EndIP)
+		if err1 == nil && err2 == nil {
+			out = append(out, engines.IPRange{Start: s, End: e})
+		}
+	}
+	for _, f := range all {
+		if !strings.EqualFold(f.ID, skip) && (extra == nil || !strings.EqualFold(f.ID, extra.ID)) {
+			add(f)
+		}
+	}
+	if extra != nil {
+		add(*extra)
+	}
+	return out, nil
 }
 
 func otherProps(in, cur map[string]json.RawMessage) map[string]json.RawMessage {
@@ -381,7 +430,11 @@ func (p *Provider) runCreate(ctx context.Context, id armid.ID) error {
 	if err := json.Unmarshal(res.Properties, &st); err != nil {
 		return err
 	}
-	addrs, engErr := p.eng.StartRedis(ctx, engines.RedisCache{Name: res.Name, Keys: st.Keys, NonTLSPort: st.NonSSL})
+	fw, err := p.firewall(ctx, id)
+	if err != nil {
+		return err
+	}
+	addrs, engErr := p.eng.StartRedis(ctx, engines.RedisCache{Name: res.Name, Keys: st.Keys, NonTLSPort: st.NonSSL, Firewall: fw})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -476,7 +529,8 @@ func view(r arm.Resource) cacheJSON {
 	return cacheJSON{ID: r.ID, Name: r.Name, Type: CacheType, Location: r.Location, Tags: r.Tags, Properties: props}
 }
 
-// Firewall rules: stored children (see docs/cloud.md: not enforced yet).
+// Firewall rules: children whose changes reach the cache's fronts in the same transaction, so
+// a rule judges the next connection (engines/front.go).
 
 type ruleProps struct {
 	StartIP string `json:"startIP"`
@@ -514,10 +568,21 @@ func (p *Provider) firewallSpec() arm.Put[struct{ Properties ruleProps }] {
 			}
 			return nil
 		},
-		Apply: func(_ *store.Tx, res *arm.Resource, _ bool, b *body) error {
+		Apply: func(tx *store.Tx, res *arm.Resource, _ bool, b *body) error {
 			var err error
-			res.Properties, err = json.Marshal(b.Properties)
-			return err
+			if res.Properties, err = json.Marshal(b.Properties); err != nil {
+				return err
+			}
+			id, err := armid.Parse(res.ID)
+			if err != nil {
+				return err
+			}
+			rules, err := firewallTx(tx, id.Parent(), "", res)
+			if err != nil {
+				return err
+			}
+			p.eng.SetRedisFirewall(id.Parent().Name(), rules)
+			return nil
 		},
 		View: func(r arm.Resource) any { return ruleView(r) },
 	}
@@ -553,6 +618,28 @@ func (p *Provider) deleteRule(ctx context.Context, r *arm.Request) (httpx.Respon
 		return httpx.Response{}, err
 	}
 	return arm.Deleted(found), nil
+}
+
+// onDeleteRule takes a deleted rule out of the cache's fronts (unless the cache goes too).
+func (p *Provider) onDeleteRule(tx *store.Tx, r arm.Resource) error {
+	id, err := armid.Parse(r.ID)
+	if err != nil {
+		return err
+	}
+	cache, err := arm.GetTx(tx, id.Parent())
+	if err != nil {
+		return nil //nolint:nilerr // the cache is gone
+	}
+	var st stored
+	if json.Unmarshal(cache.Properties, &st) == nil && st.ProvisioningState == arm.StateDeleting {
+		return nil // the cache goes with its rules: its fronts must not open meanwhile
+	}
+	rules, err := firewallTx(tx, id.Parent(), r.ID, nil)
+	if err != nil {
+		return err
+	}
+	p.eng.SetRedisFirewall(id.Parent().Name(), rules)
+	return nil
 }
 
 func clip(s string, n int) string {

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,8 +25,8 @@ import (
 // Azure names, with pgx and go-redis at their defaults but for the cloud's CA: CoreDNS forwards
 // Azure's zones to the cloud's DNS, which answers each engine's own address in
 // devenv.EngineCIDR (a range the cloud makes local to the host, so the pod's packets reach it
-// with the pod's own address, which the server's firewall rules then judge). A pod outside
-// every firewall rule is refused, as Azure refuses it.
+// with the pod's own address, which the server's and the cache's firewall rules then judge). A
+// pod outside every firewall rule is refused, as Azure refuses it.
 func TestPodReachesDataPlanesUnderAzureNames(t *testing.T) {
 	cp := devenvtest.ControlPlane(t)
 	devenvtest.Node(t)
@@ -143,6 +144,32 @@ func TestPodReachesDataPlanesUnderAzureNames(t *testing.T) {
 	if _, err := rulePoller.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+
+	// A cache's firewall judges the pod's own address too: a rule outside the pod network
+	// refuses the pod at connect; the rule widened to it admits it, without a restart.
+	redisRules, err := armredis.NewFirewallRulesClient(s.SubscriptionID, owner, armOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setRedisRule := func(start, end string) {
+		t.Helper()
+		if _, err := redisRules.CreateOrUpdate(ctx, rg, cacheName, "pods", armredis.FirewallRule{
+			Properties: &armredis.FirewallRuleProperties{StartIP: to.Ptr(start), EndIP: to.Ptr(end)},
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRedisRule("10.9.0.0", "10.9.0.255")
+	refused = dialPod("dial-redis-refused", true)
+	app := &refused.Spec.Containers[0]
+	app.Env = slices.DeleteFunc(app.Env, func(e corev1.EnvVar) bool { return strings.HasPrefix(e.Name, "PG") }) // Redis only
+	createPod(t, cs, refused)
+	got = waitPhase(t, cs, ns, refused.Name, corev1.PodSucceeded, corev1.PodFailed)
+	out = kubectl(t, cp, "-n", ns, "logs", refused.Name)
+	if got.Status.Phase != corev1.PodFailed || !strings.Contains(out, "redis: ") || !strings.Contains(out, "connection reset by peer") {
+		t.Fatalf("a pod outside the cache's firewall rules: %s\n%s", podStatus(got), out)
+	}
+	setRedisRule("10.9.0.0", "10.244.0.255")
 	out = runToEnd(t, cs, cp, dialPod("dial", true))
 	if want := "postgres ok rows 1 ssl true\nredis ok get from-the-pod tls true\n"; out != want {
 		t.Errorf("the pod's dial printed %q, want %q", out, want)

@@ -17,7 +17,7 @@ import (
 
 // BenchmarkRedisQuery is a GET's latency through the firewall front (the cache's public TLS
 // port, what clients use) against redis-server's own TLS port: p50 and p99 per query, one
-// client at a time. go test ./internal/cloud/engines -run '^$' -bench RedisQuery -benchtime 5000x
+// client at a time. go test ./internal/cloud/engines -run '^$' -bench RedisQuery -benchtime 10000x
 func BenchmarkRedisQuery(b *testing.B) {
 	dir := b.TempDir()
 	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca-key.pem"), pkix.Name{CommonName: "bench CA"}, time.Now())

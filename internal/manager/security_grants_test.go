@@ -10,11 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/manager"
 )
 
 // Issue 22's probes of namespace grants and schema limits (security_test.go has the
@@ -120,6 +124,51 @@ func withAzureName(spec map[string]any, name string) map[string]any {
 		spec["azureName"] = name
 	}
 	return spec
+}
+
+// A grant applies at once: creating a NamespaceGrant, or adding a scope to one, runs the
+// objects it unblocks without waiting for their retry. The retry here is ten minutes away, so
+// only the manager's watch of the grants gets them Ready within the wait.
+func TestNewGrantAppliesAtOnce(t *testing.T) {
+	c := kube(t)
+	ns := bareNamespace(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	sub := "/subscriptions/" + az.Settings().SubscriptionID
+	startManagerOpts(t, manager.Options{Azure: azureConfig(az), SyncPeriod: 10 * time.Minute, PollInterval: 100 * time.Millisecond,
+		TargetNamespaces: []string{ns}, RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Minute, 10*time.Minute)})
+
+	refused := func(u *unstructured.Unstructured) {
+		t.Helper()
+		eventually(t, time.Minute, u.GetName()+" refused for want of a grant", func() (bool, string) {
+			st, _, reason, msg := ready(get(t, c, ns, u.GetName(), u))
+			return st == "False" && reason == "NotGranted", st + " " + reason + ": " + msg
+		})
+	}
+	first, second := resourceGroup("late-"+ns, nil), resourceGroup("later-"+ns, nil)
+	create(t, c, ns, first, second)
+	refused(first)
+	refused(second)
+
+	g := &ceruleanv1alpha1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "late-" + ns},
+		Spec: ceruleanv1alpha1.NamespaceGrantSpec{Namespaces: []string{ns}, Scopes: []string{sub + "/resourceGroups/" + first.GetName()}}}
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), g) })
+	waitReady(t, c, first, 2*time.Minute)
+	if st, _, reason, _ := ready(get(t, c, ns, second.GetName(), second)); st != "False" || reason != "NotGranted" {
+		t.Fatalf("%s, not granted yet: %s %s", second.GetName(), st, reason)
+	}
+
+	// A changed grant too.
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(g), g); err != nil {
+		t.Fatal(err)
+	}
+	g.Spec.Scopes = append(g.Spec.Scopes, sub+"/resourceGroups/"+second.GetName())
+	if err := c.Update(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, second, 2*time.Minute)
 }
 
 // bareNamespace is a namespace no grant lists: a tenant the admin has not given anything.

@@ -123,17 +123,20 @@ func startManagerAs(t *testing.T, cfg azure.Config, syncPeriod time.Duration, na
 // wait between polls of a running operation.
 func startManagerWith(t *testing.T, cfg azure.Config, syncPeriod, pollInterval time.Duration, namespaces ...string) (stop func()) {
 	t.Helper()
+	return startManagerOpts(t, manager.Options{Azure: cfg, SyncPeriod: syncPeriod, PollInterval: pollInterval, TargetNamespaces: namespaces})
+}
+
+// startManagerOpts runs the manager with opts, its API server, logger and listeners set here.
+func startManagerOpts(t *testing.T, opts manager.Options) (stop func()) {
+	t.Helper()
+	cfg, namespaces := opts.Azure, opts.TargetNamespaces
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	logs := &cloudtest.SyncBuffer{}
-	go func() {
-		done <- manager.Run(ctx, manager.Options{
-			REST: devenvtest.ControlPlane(t).RESTConfig, Azure: cfg,
-			SyncPeriod: syncPeriod, PollInterval: pollInterval, TargetNamespaces: namespaces,
-			MetricsAddr: "0", HealthAddr: "0", SkipNameValidation: true,
-			Logger: logr.FromSlogHandler(cloudtest.DebugLogger(logs).Handler()),
-		})
-	}()
+	opts.REST = devenvtest.ControlPlane(t).RESTConfig
+	opts.MetricsAddr, opts.HealthAddr, opts.SkipNameValidation = "0", "0", true
+	opts.Logger = logr.FromSlogHandler(cloudtest.DebugLogger(logs).Handler())
+	go func() { done <- manager.Run(ctx, opts) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

@@ -10,11 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ceruleanv1alpha1 "github.com/cerulean/cerulean/api/cerulean/v1alpha1"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/manager"
 )
 
 // Issue 22's probes of namespace grants and schema limits (security_test.go has the
@@ -37,6 +41,13 @@ func TestSchemaCarriesAzureLimits(t *testing.T) {
 		return m
 	}
 	redisSKU := map[string]any{"name": "Basic", "family": "C", "capacity": 0}
+	// Each call a new map: owned sets the owner in the map it is given.
+	pgRule := func(azureName string) map[string]any {
+		return withAzureName(map[string]any{"startIpAddress": "10.0.0.1", "endIpAddress": "10.0.0.2"}, azureName)
+	}
+	redisRule := func(azureName string) map[string]any {
+		return withAzureName(map[string]any{"startIP": "10.0.0.1", "endIP": "10.0.0.2"}, azureName)
+	}
 	rg := func(name string, spec map[string]any) *unstructured.Unstructured {
 		spec["location"] = "westus2"
 		return obj(rgAPI, "ResourceGroup", name, spec)
@@ -66,6 +77,20 @@ func TestSchemaCarriesAzureLimits(t *testing.T) {
 		{obj("cache.azure.com/v1api20230801", "Redis", "cache-"+strings.Repeat("a", 60), map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}, "sku": redisSKU}), "cache names are 1 to 63"},
 		{obj("cache.azure.com/v1api20241101", "Redis", "cache-tags", map[string]any{"location": "westus2", "owner": map[string]any{"name": "rg"}, "sku": redisSKU,
 			"tags": tags(51, "", "")}), "spec.tags"},
+		// The children's names: each kind's Azure rule on metadata.name, and on spec.azureName.
+		{owned(pgAPI, "FlexibleServersDatabase", "9db", "pg", nil), "database names are 1 to 63"},
+		{owned(pgAPI, "FlexibleServersDatabase", "db", "pg", map[string]any{"azureName": "shop."}), "spec.azureName"},
+		{owned(pgAPI, "FlexibleServersFirewallRule", "office.net", "pg", pgRule("")), "firewall rule names are 1 to 80"},
+		{owned(pgAPI, "FlexibleServersFirewallRule", "rule", "pg", pgRule("pods.")), "spec.azureName"},
+		{owned("cache.azure.com/v1api20241101", "RedisFirewallRule", "allow-office", "cache", redisRule("")), "cache firewall rule names are 1 to 64"},
+		{owned("cache.azure.com/v1api20230801", "RedisFirewallRule", "rule.one", "cache", redisRule("")), "cache firewall rule names are 1 to 64"},
+		{owned("cache.azure.com/v1api20241101", "RedisFirewallRule", "rule", "cache", redisRule("a"+strings.Repeat("b", 64))), "spec.azureName"},
+		{owned(storageAPI, "StorageAccountsBlobServicesContainer", "double--hyphen", "blobs", nil), "container names are 3 to 63"},
+		{owned("storage.azure.com/v20230101", "StorageAccountsBlobServicesContainer", "uploads", "blobs", map[string]any{"azureName": "up--loads"}), "spec.azureName"},
+		{owned(storageAPI, "StorageAccountsQueueServicesQueue", "jq", "queues", nil), "queue names are 3 to 63"},
+		{owned(storageAPI, "StorageAccountsQueueServicesQueue", "jobs", "queues", map[string]any{"azureName": "jobs-"}), "spec.azureName"},
+		{owned(storageAPI, "StorageAccountsTableServicesTable", "event-log", "tables", nil), "table names are 3 to 63"},
+		{owned("storage.azure.com/v20230101", "StorageAccountsTableServicesTable", "9events", "tables", nil), "table names are 3 to 63"},
 	} {
 		tc.obj.SetNamespace(ns)
 		err := c.Create(t.Context(), tc.obj)
@@ -73,6 +98,77 @@ func TestSchemaCarriesAzureLimits(t *testing.T) {
 			t.Errorf("create %s %s: got %v, want a rejection naming %q", tc.obj.GetKind(), tc.obj.GetName(), err, tc.want)
 		}
 	}
+	// Names Azure takes pass: the rules refuse only what ARM would.
+	for _, u := range []*unstructured.Unstructured{
+		owned(pgAPI, "FlexibleServersDatabase", "appdb", "pg", nil),
+		owned(pgAPI, "FlexibleServersDatabase", "app.db", "pg", map[string]any{"azureName": "_app-db"}),
+		owned(pgAPI, "FlexibleServersFirewallRule", "shop-pg-pods", "pg", pgRule("")),
+		owned(pgAPI, "FlexibleServersFirewallRule", "office.net", "pg", pgRule("Office_Net")),
+		owned("cache.azure.com/v1api20241101", "RedisFirewallRule", "allowall", "cache", redisRule("")),
+		owned("cache.azure.com/v1api20230801", "RedisFirewallRule", "allow-office", "cache", redisRule("allow_office")),
+		owned(storageAPI, "StorageAccountsBlobServicesContainer", "uploads-2024", "blobs", nil),
+		owned(storageAPI, "StorageAccountsQueueServicesQueue", "jobs", "queues", nil),
+		owned(storageAPI, "StorageAccountsTableServicesTable", "events", "tables", nil),
+		owned("storage.azure.com/v20230101", "StorageAccountsTableServicesTable", "event-log", "tables", map[string]any{"azureName": "EventLog"}),
+	} {
+		u.SetNamespace(ns)
+		if err := c.Create(t.Context(), u); err != nil {
+			t.Errorf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// withAzureName sets spec.azureName unless name is empty.
+func withAzureName(spec map[string]any, name string) map[string]any {
+	if name != "" {
+		spec["azureName"] = name
+	}
+	return spec
+}
+
+// A grant applies at once: creating a NamespaceGrant, or adding a scope to one, runs the
+// objects it unblocks without waiting for their retry. The retry here is ten minutes away, so
+// only the manager's watch of the grants gets them Ready within the wait.
+func TestNewGrantAppliesAtOnce(t *testing.T) {
+	c := kube(t)
+	ns := bareNamespace(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	sub := "/subscriptions/" + az.Settings().SubscriptionID
+	startManagerOpts(t, manager.Options{Azure: azureConfig(az), SyncPeriod: 10 * time.Minute, PollInterval: 100 * time.Millisecond,
+		TargetNamespaces: []string{ns}, RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](10*time.Minute, 10*time.Minute)})
+
+	refused := func(u *unstructured.Unstructured) {
+		t.Helper()
+		eventually(t, time.Minute, u.GetName()+" refused for want of a grant", func() (bool, string) {
+			st, _, reason, msg := ready(get(t, c, ns, u.GetName(), u))
+			return st == "False" && reason == "NotGranted", st + " " + reason + ": " + msg
+		})
+	}
+	first, second := resourceGroup("late-"+ns, nil), resourceGroup("later-"+ns, nil)
+	create(t, c, ns, first, second)
+	refused(first)
+	refused(second)
+
+	g := &ceruleanv1alpha1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "late-" + ns},
+		Spec: ceruleanv1alpha1.NamespaceGrantSpec{Namespaces: []string{ns}, Scopes: []string{sub + "/resourceGroups/" + first.GetName()}}}
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), g) })
+	waitReady(t, c, first, 2*time.Minute)
+	if st, _, reason, _ := ready(get(t, c, ns, second.GetName(), second)); st != "False" || reason != "NotGranted" {
+		t.Fatalf("%s, not granted yet: %s %s", second.GetName(), st, reason)
+	}
+
+	// A changed grant too.
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(g), g); err != nil {
+		t.Fatal(err)
+	}
+	g.Spec.Scopes = append(g.Spec.Scopes, sub+"/resourceGroups/"+second.GetName())
+	if err := c.Update(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, second, 2*time.Minute)
 }
 
 // bareNamespace is a namespace no grant lists: a tenant the admin has not given anything.

@@ -124,7 +124,8 @@ func TestSecretInputWaitsAndNeverLeaks(t *testing.T) {
 
 	rg := resourceGroup("kinds-pg-rg-"+ns[len(ns)-5:], nil)
 	server := owned(pgAPI, "FlexibleServer", "pg", rg.GetName(), map[string]any{
-		"location": "westus2", "version": "16", "administratorLogin": "pgadmin",
+		"azureName": "kinds-pg-" + ns[len(ns)-5:], // "pg" is shorter than Azure's 3 characters
+		"location":  "westus2", "version": "16", "administratorLogin": "pgadmin",
 		"administratorLoginPassword": map[string]any{"name": "pg-admin", "key": "password"},
 		"sku":                        map[string]any{"name": "Standard_B1ms", "tier": "Burstable"},
 		"storage":                    map[string]any{"storageSizeGB": 32},

@@ -155,6 +155,7 @@ type RedisList struct {
 // (Microsoft.Cache/redis/firewallRules, API 2023-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9_]{1,64}$')",message="metadata.name is the Azure name when spec.azureName is empty: cache firewall rule names are 1 to 64 letters, digits and underscores (no hyphens or periods)"
 // +kubebuilder:resource:categories={azure,cache}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -171,10 +172,11 @@ type RedisFirewallRule struct {
 // RedisFirewallRuleSpec is the desired rule.
 // +kubebuilder:pruning:PreserveUnknownFields
 type RedisFirewallRuleSpec struct {
-	// azureName is the rule's name (letters, digits, underscores); empty means metadata.name.
+	// azureName is the rule's name (1 to 64 letters, digits and underscores); empty means
+	// metadata.name.
 	// +optional
-	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^\w+$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_]+$`
 	AzureName string `json:"azureName,omitempty"`
 	// owner is the Redis the rule belongs to.
 	// +required

@@ -10,6 +10,7 @@ import (
 // (Microsoft.DBforPostgreSQL/flexibleServers/databases, API 2024-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z_][-a-zA-Z0-9_]{0,62}$')",message="metadata.name is the Azure name when spec.azureName is empty: database names are 1 to 63 letters, digits, hyphens and underscores, starting with a letter or underscore"
 // +kubebuilder:resource:categories={azure,dbforpostgresql}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -26,10 +27,12 @@ type FlexibleServersDatabase struct {
 // FlexibleServersDatabaseSpec is the desired database.
 // +kubebuilder:pruning:PreserveUnknownFields
 type FlexibleServersDatabaseSpec struct {
-	// azureName is the database's name; empty means metadata.name.
+	// azureName is the database's name (Azure's rule: 1 to 63 letters, digits, hyphens and
+	// underscores, starting with a letter or underscore); empty means metadata.name.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][-a-zA-Z0-9_]{0,62}$`
 	AzureName string `json:"azureName,omitempty"`
 	// owner is the FlexibleServer the database lives in.
 	// +required
@@ -61,6 +64,7 @@ type FlexibleServersDatabaseList struct {
 // (Microsoft.DBforPostgreSQL/flexibleServers/firewallRules, API 2024-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9]([-_a-zA-Z0-9]{0,78}[_a-zA-Z0-9])?$')",message="metadata.name is the Azure name when spec.azureName is empty: firewall rule names are 1 to 80 letters, digits, hyphens and underscores, starting with a letter or digit and not ending with a hyphen"
 // +kubebuilder:resource:categories={azure,dbforpostgresql}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -77,10 +81,12 @@ type FlexibleServersFirewallRule struct {
 // FlexibleServersFirewallRuleSpec is the desired rule.
 // +kubebuilder:pruning:PreserveUnknownFields
 type FlexibleServersFirewallRuleSpec struct {
-	// azureName is the rule's name; empty means metadata.name.
+	// azureName is the rule's name (Azure's rule: 1 to 80 letters, digits, hyphens and
+	// underscores, starting with a letter or digit, not ending with a hyphen); empty means
+	// metadata.name.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^[-\w\._]+$`
-	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-_a-zA-Z0-9]{0,78}[_a-zA-Z0-9])?$`
+	// +kubebuilder:validation:MaxLength=80
 	AzureName string `json:"azureName,omitempty"`
 	// owner is the FlexibleServer the rule belongs to.
 	// +required

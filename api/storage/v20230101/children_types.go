@@ -47,6 +47,7 @@ type StorageAccountsBlobServiceList struct {
 // StorageAccountsBlobServicesContainer is a blob container (Microsoft.Storage/storageAccounts/blobServices/containers, API 2023-01-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || (size(self.metadata.name) >= 3 && size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9](-?[a-z0-9])*$'))",message="metadata.name is the Azure name when spec.azureName is empty: container names are 3 to 63 lowercase letters, digits and hyphens, starting and ending with a letter or digit, without consecutive hyphens"
 // +kubebuilder:resource:categories={azure,storage}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -64,11 +65,12 @@ type StorageAccountsBlobServicesContainer struct {
 // accepted and sent to ARM as is.
 // +kubebuilder:pruning:PreserveUnknownFields
 type StorageAccountsBlobServicesContainerSpec struct {
-	// azureName is the name in Azure; empty means metadata.name.
+	// azureName is the name in Azure (3 to 63 lowercase letters, digits and single hyphens,
+	// starting and ending with a letter or digit); empty means metadata.name.
 	// +optional
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9](-?[a-z0-9])*$`
 	AzureName string `json:"azureName,omitempty"`
 	// owner is the StorageAccountsBlobService this belongs to.
 	// +required
@@ -129,6 +131,7 @@ type StorageAccountsQueueServiceList struct {
 // StorageAccountsQueueServicesQueue is a queue (Microsoft.Storage/storageAccounts/queueServices/queues, API 2023-01-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || (size(self.metadata.name) >= 3 && size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9](-?[a-z0-9])*$'))",message="metadata.name is the Azure name when spec.azureName is empty: queue names are 3 to 63 lowercase letters, digits and hyphens, starting and ending with a letter or digit, without consecutive hyphens"
 // +kubebuilder:resource:categories={azure,storage}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"
@@ -146,11 +149,12 @@ type StorageAccountsQueueServicesQueue struct {
 // accepted and sent to ARM as is.
 // +kubebuilder:pruning:PreserveUnknownFields
 type StorageAccountsQueueServicesQueueSpec struct {
-	// azureName is the name in Azure; empty means metadata.name.
+	// azureName is the name in Azure (3 to 63 lowercase letters, digits and single hyphens,
+	// starting and ending with a letter or digit); empty means metadata.name.
 	// +optional
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9](-?[a-z0-9])*$`
 	AzureName string `json:"azureName,omitempty"`
 	// owner is the StorageAccountsQueueService this belongs to.
 	// +required
@@ -207,6 +211,7 @@ type StorageAccountsTableServiceList struct {
 // StorageAccountsTableServicesTable is a table (Microsoft.Storage/storageAccounts/tableServices/tables, API 2023-01-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z][a-zA-Z0-9]{2,62}$')",message="metadata.name is the Azure name when spec.azureName is empty: table names are 3 to 63 letters and digits, starting with a letter"
 // +kubebuilder:resource:categories={azure,storage}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"

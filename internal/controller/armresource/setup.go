@@ -33,8 +33,8 @@ const (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
 // SetupWithManager registers the controller, its indexes and what it watches: the kind, its
-// possible owners (a child waiting for an owner runs again when the owner changes), and the
-// ConfigMaps its specs read.
+// possible owners (a child waiting for an owner runs again when the owner changes), the
+// ConfigMaps its specs read and the NamespaceGrants (a refused object runs again when granted).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	k := r.opts.Kind
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.newObject(), indexOwner, ownerIndex(k)); err != nil {
@@ -52,6 +52,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(r.newObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, userAnnotationsChanged(), deletionStarted()))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.listBy(indexConfigMaps, func(o client.Object) string { return o.GetName() })))
 	if err := r.watchSecrets(ctx, mgr, b); err != nil {
+		return err
+	}
+	if err := r.watchGrants(ctx, mgr, b); err != nil {
 		return err
 	}
 	for _, owner := range Kinds() {

@@ -275,10 +275,7 @@ func (r *runner) cluster(ctx context.Context, cl Cluster) ClusterResult {
 	ns := r.cfg.namespaceOf(cl)
 	group := r.cfg.identityGroup(cl)
 	idName := r.cfg.IdentityName(cl)
-	steps := []struct {
-		name string
-		run  func() (bool, string, error)
-	}{
+	steps := []step{
 		{StepIssuer, func() (bool, string, error) {
 			c, err := r.pool.get(cl.id.SubscriptionID)
 			if err != nil {
@@ -349,6 +346,19 @@ func (r *runner) cluster(ctx context.Context, cl Cluster) ClusterResult {
 			return false, "service account read secret " + r.cfg.KeyVault.VerifySecret, nil
 		}},
 	}
+	res.Steps = r.runSteps(res.Cluster, steps)
+	return res
+}
+
+// step is one of a cluster's steps: it reports whether it changed anything and what it found.
+type step struct {
+	name string
+	run  func() (bool, string, error)
+}
+
+// runSteps runs the steps in order, reporting each, and stops at the first that fails.
+func (r *runner) runSteps(cluster string, steps []step) []StepResult {
+	var results []StepResult
 	for _, s := range steps {
 		changed, detail, err := s.run()
 		out := StepResult{Step: s.name, Outcome: Done, Detail: detail}
@@ -358,13 +368,13 @@ func (r *runner) cluster(ctx context.Context, cl Cluster) ClusterResult {
 		if err != nil {
 			out = StepResult{Step: s.name, Outcome: Failed, Detail: strings.Join(strings.Fields(err.Error()), " ")}
 		}
-		res.Steps = append(res.Steps, out)
-		r.progress(res.Cluster, out)
+		results = append(results, out)
+		r.progress(cluster, out)
 		if err != nil {
 			break
 		}
 	}
-	return res
+	return results
 }
 
 // verify probes until it succeeds or VerifyTimeout passes: in Azure a new federated credential

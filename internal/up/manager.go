@@ -26,6 +26,10 @@ import (
 // OIDC issuer, which config/samples' federated credential reads.
 const IssuerConfigMap = "cluster-oidc"
 
+// CloudCAConfigMap is the ConfigMap (namespace default, key ca.crt) holding the local cloud's CA,
+// which pods mount and name in SSL_CERT_FILE to reach Azure's names here (config/samples/app).
+const CloudCAConfigMap = "cloud-ca"
+
 // SyncPeriod is the manager's sync period under up: short, so drift shows quickly on one machine.
 const SyncPeriod = 5 * time.Minute
 
@@ -43,9 +47,18 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 	if err != nil {
 		return nil, fmt.Errorf("connect to kube-apiserver: %w", err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: IssuerConfigMap}, Data: map[string]string{"issuerURL": cp.IssuerURL}}
-	if _, err := clients.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("write the issuer ConfigMap: %w", err)
+	ca, err := os.ReadFile(az.Settings().CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the local cloud's CA: %w", err)
+	}
+	for name, data := range map[string]map[string]string{
+		IssuerConfigMap:  {"issuerURL": cp.IssuerURL},
+		CloudCAConfigMap: {"ca.crt": string(ca)},
+	} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: data}
+		if _, err := clients.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("write the ConfigMap %s: %w", name, err)
+		}
 	}
 	tokens, err := ManagerTokenSource(ctx, clients, time.Now)
 	if err != nil {

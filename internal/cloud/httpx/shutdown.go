@@ -42,9 +42,26 @@ func Shutdown(ctx context.Context, srv *http.Server, inflight *InFlight) error {
 		case <-tick.C:
 		}
 	}
+	// The handlers have returned, but HTTP/2 writes a response's last frames after that: closing
+	// now could cut them. Clients hang up once they have them (GOAWAY is sent), which ends
+	// srv.Shutdown; wait for that a moment, no longer.
+	drain := time.NewTimer(drainGrace)
+	defer drain.Stop()
+	select {
+	case err := <-shut:
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		return errors.Join(err, srv.Close())
+	case <-drain.C:
+	case <-ctx.Done():
+	}
 	closeErr := srv.Close()
 	if err := <-shut; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return errors.Join(err, closeErr)
 	}
 	return closeErr
 }
+
+// drainGrace bounds the wait for clients to hang up once nothing is in flight.
+const drainGrace = 500 * time.Millisecond

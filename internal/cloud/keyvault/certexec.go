@@ -89,24 +89,7 @@ func (s *Service) execCert(ctx context.Context, v Vault, rt route, body []byte) 
 	case opCertVersions:
 		return s.readCerts(ctx, v, func(cs certStores) (any, error) { return listCertVersions(cs.certs, rt) })
 	case opCertDelete:
-		return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
-			p, _, err := cs.policy(rt.name)
-			if err != nil {
-				return nil, err
-			}
-			h, c, err := cs.certs.softDelete(rt.name)
-			if err != nil {
-				return nil, err
-			}
-			// The key and the secret go with it (soft-deleted or purged alike).
-			if _, _, err := cs.keys.softDelete(rt.name); err != nil {
-				return nil, err
-			}
-			if _, _, err := cs.secrets.softDelete(rt.name); err != nil {
-				return nil, err
-			}
-			return deletedCertBundle(v, h, c, &p), nil
-		})
+		return s.deleteCert(ctx, v, rt)
 	case opCertGetDeleted:
 		return s.readCerts(ctx, v, func(cs certStores) (any, error) {
 			h, err := cs.certs.deleted(rt.name)
@@ -121,37 +104,9 @@ func (s *Service) execCert(ctx context.Context, v Vault, rt route, body []byte) 
 			return deletedCertBundle(v, h, c, &p), err
 		})
 	case opCertRecover:
-		return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
-			h, c, err := cs.certs.recover(rt.name)
-			if err != nil {
-				return nil, err
-			}
-			if _, _, err := cs.keys.recover(rt.name); err != nil {
-				return nil, err
-			}
-			if _, _, err := cs.secrets.recover(rt.name); err != nil {
-				return nil, err
-			}
-			p, _, err := cs.policy(h.Name)
-			return certBundle(v, h, c, &p), err
-		})
+		return s.recoverCert(ctx, v, rt)
 	case opCertPurge:
-		if v.PurgeProtection {
-			return httpx.Response{}, errPurgeProtected(v, "certificate")
-		}
-		res, err := s.writeCerts(ctx, v, func(cs certStores) (any, error) {
-			if _, err := cs.certs.deleted(rt.name); err != nil {
-				return nil, err
-			}
-			for _, purge := range []func(string) error{cs.certs.purge, cs.keys.purge, cs.secrets.purge} {
-				if err := purge(rt.name); err != nil {
-					return nil, err
-				}
-			}
-			return nil, nil
-		})
-		res.Status = http.StatusNoContent
-		return res, err
+		return s.purgeCert(ctx, v, rt)
 	case opCertGetPolicy:
 		return s.readCerts(ctx, v, func(cs certStores) (any, error) {
 			h, err := cs.certs.active(rt.name)
@@ -163,54 +118,14 @@ func (s *Service) execCert(ctx context.Context, v Vault, rt route, body []byte) 
 			return p, err
 		})
 	case opCertUpdatePolicy:
-		var u certPolicy
-		if err := decodeObject(body, &u); err != nil {
-			return httpx.Response{}, err
-		}
-		return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
-			h, err := cs.certs.active(rt.name)
-			if err != nil {
-				return nil, err
-			}
-			p, _, err := cs.policy(h.Name)
-			if err != nil {
-				return nil, err
-			}
-			p = p.merge(u).withDefaults()
-			if err := p.check(v); err != nil {
-				return nil, err
-			}
-			if err := cs.putPolicy(h.Name, p); err != nil {
-				return nil, err
-			}
-			p.ID = objectID(v, "certificates", h.Name, "") + "/policy"
-			return p, nil
-		})
+		return s.updateCertPolicy(ctx, v, rt, body)
 	case opCertGetPending:
 		return s.readCerts(ctx, v, func(cs certStores) (any, error) {
 			op, err := cs.pending(rt.name)
 			return certOp(v, rt.name, op), err
 		})
 	case opCertUpdatePending:
-		var b struct {
-			Cancel *bool `json:"cancellation_requested"`
-		}
-		if err := decodeObject(body, &b); err != nil {
-			return httpx.Response{}, err
-		}
-		if b.Cancel == nil {
-			return httpx.Response{}, errBadParameter("Property 'cancellation_requested' is required.")
-		}
-		return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
-			op, err := cs.pending(rt.name)
-			if err != nil {
-				return nil, err
-			}
-			if *b.Cancel && op.Status == "inProgress" {
-				op.Cancelled, op.Status, op.StatusDetails, op.Private = true, "cancelled", "The operation was cancelled.", nil
-			}
-			return certOp(v, rt.name, op), cs.certs.putExtra(bucketCertPending, rt.name, op)
-		})
+		return s.updatePendingCert(ctx, v, rt, body)
 	case opCertDeletePending:
 		return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
 			op, err := cs.pending(rt.name)
@@ -223,6 +138,116 @@ func (s *Service) execCert(ctx context.Context, v Vault, rt route, body []byte) 
 		return httpx.Response{}, errorf(http.StatusNotImplemented, "NotImplemented", "Certificate backup and restore are not supported by the local Key Vault; back up the certificate's secret, or export and import it.")
 	}
 	return httpx.Response{}, errNotFound()
+}
+
+// deleteCert soft-deletes the certificate with its key and secret.
+func (s *Service) deleteCert(ctx context.Context, v Vault, rt route) (httpx.Response, error) {
+	return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
+		p, _, err := cs.policy(rt.name)
+		if err != nil {
+			return nil, err
+		}
+		h, c, err := cs.certs.softDelete(rt.name)
+		if err != nil {
+			return nil, err
+		}
+		// The key and the secret go with it (soft-deleted or purged alike).
+		if _, _, err := cs.keys.softDelete(rt.name); err != nil {
+			return nil, err
+		}
+		if _, _, err := cs.secrets.softDelete(rt.name); err != nil {
+			return nil, err
+		}
+		return deletedCertBundle(v, h, c, &p), nil
+	})
+}
+
+// recoverCert brings back a deleted certificate with its key and secret.
+func (s *Service) recoverCert(ctx context.Context, v Vault, rt route) (httpx.Response, error) {
+	return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
+		h, c, err := cs.certs.recover(rt.name)
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := cs.keys.recover(rt.name); err != nil {
+			return nil, err
+		}
+		if _, _, err := cs.secrets.recover(rt.name); err != nil {
+			return nil, err
+		}
+		p, _, err := cs.policy(h.Name)
+		return certBundle(v, h, c, &p), err
+	})
+}
+
+// purgeCert removes a deleted certificate, its key and its secret for good, unless the vault protects purges.
+func (s *Service) purgeCert(ctx context.Context, v Vault, rt route) (httpx.Response, error) {
+	if v.PurgeProtection {
+		return httpx.Response{}, errPurgeProtected(v, "certificate")
+	}
+	res, err := s.writeCerts(ctx, v, func(cs certStores) (any, error) {
+		if _, err := cs.certs.deleted(rt.name); err != nil {
+			return nil, err
+		}
+		for _, purge := range []func(string) error{cs.certs.purge, cs.keys.purge, cs.secrets.purge} {
+			if err := purge(rt.name); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	})
+	res.Status = http.StatusNoContent
+	return res, err
+}
+
+// updateCertPolicy merges a policy update into the certificate's policy.
+func (s *Service) updateCertPolicy(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	var u certPolicy
+	if err := decodeObject(body, &u); err != nil {
+		return httpx.Response{}, err
+	}
+	return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
+		h, err := cs.certs.active(rt.name)
+		if err != nil {
+			return nil, err
+		}
+		p, _, err := cs.policy(h.Name)
+		if err != nil {
+			return nil, err
+		}
+		p = p.merge(u).withDefaults()
+		if err := p.check(v); err != nil {
+			return nil, err
+		}
+		if err := cs.putPolicy(h.Name, p); err != nil {
+			return nil, err
+		}
+		p.ID = objectID(v, "certificates", h.Name, "") + "/policy"
+		return p, nil
+	})
+}
+
+// updatePendingCert cancels a pending operation still in progress.
+func (s *Service) updatePendingCert(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	var b struct {
+		Cancel *bool `json:"cancellation_requested"`
+	}
+	if err := decodeObject(body, &b); err != nil {
+		return httpx.Response{}, err
+	}
+	if b.Cancel == nil {
+		return httpx.Response{}, errBadParameter("Property 'cancellation_requested' is required.")
+	}
+	return s.writeCerts(ctx, v, func(cs certStores) (any, error) {
+		op, err := cs.pending(rt.name)
+		if err != nil {
+			return nil, err
+		}
+		if *b.Cancel && op.Status == "inProgress" {
+			op.Cancelled, op.Status, op.StatusDetails, op.Private = true, "cancelled", "The operation was cancelled.", nil
+		}
+		return certOp(v, rt.name, op), cs.certs.putExtra(bucketCertPending, rt.name, op)
+	})
 }
 
 func (cs certStores) pending(name string) (pendingOp, error) {

@@ -53,67 +53,9 @@ func applyKeyAttributes(k *keyVersion, a *attributesIn) {
 func (s *Service) execKey(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
 	switch rt.op {
 	case opKeyCreate:
-		var b keyCreateBody
-		if err := decodeObject(body, &b); err != nil {
-			return httpx.Response{}, err
-		}
-		if err := checkCommon(nil, b.Attributes, b.Tags); err != nil {
-			return httpx.Response{}, err
-		}
-		kty, err := checkKty(v, b.Kty)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		ops, err := canonicalOps(b.KeyOps, kty)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		der, err := generate(kty, b.KeySize, b.Exponent, b.Crv)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		kv := keyVersion{Kty: kty, Ops: ops, Private: der, Enabled: true, Tags: b.Tags}
-		applyKeyAttributes(&kv, b.Attributes)
-		return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
-			h, kv, err := addKeyVersion(ks, rt.name, kv)
-			if err != nil {
-				return nil, err
-			}
-			return keyBundle(ks.vault, h, kv)
-		})
+		return s.createKey(ctx, v, rt, body)
 	case opKeyImport:
-		var b keyImportBody
-		if err := decodeObject(body, &b); err != nil {
-			return httpx.Response{}, err
-		}
-		if b.Key == nil {
-			return httpx.Response{}, errBadParameter("Property 'key' is required.")
-		}
-		if err := checkCommon(nil, b.Attributes, b.Tags); err != nil {
-			return httpx.Response{}, err
-		}
-		der, kty, err := importPrivate(*b.Key)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		if b.HSM {
-			if kty, err = checkKty(v, kty+"-HSM"); err != nil {
-				return httpx.Response{}, err
-			}
-		}
-		ops, err := canonicalOps(b.Key.KeyOps, kty)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		kv := keyVersion{Kty: kty, Ops: ops, Private: der, Enabled: true, Tags: b.Tags}
-		applyKeyAttributes(&kv, b.Attributes)
-		return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
-			h, kv, err := addKeyVersion(ks, rt.name, kv)
-			if err != nil {
-				return nil, err
-			}
-			return keyBundle(ks.vault, h, kv)
-		})
+		return s.importKey(ctx, v, rt, body)
 	case opKeyGet:
 		return s.readKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
 			h, k, err := activeKey(ks, rt)
@@ -123,56 +65,13 @@ func (s *Service) execKey(ctx context.Context, v Vault, rt route, body []byte) (
 			return keyBundle(ks.vault, h, k)
 		})
 	case opKeyUpdate:
-		var b keyUpdateBody
-		if err := decodeObject(body, &b); err != nil {
-			return httpx.Response{}, err
-		}
-		if err := checkCommon(nil, b.Attributes, b.Tags); err != nil {
-			return httpx.Response{}, err
-		}
-		return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
-			h, k, err := activeKey(ks, rt)
-			if err != nil {
-				return nil, err
-			}
-			if k.Managed {
-				return nil, errManaged("key", h.Name)
-			}
-			if b.KeyOps != nil {
-				if k.Ops, err = canonicalOps(b.KeyOps, k.Kty); err != nil {
-					return nil, err
-				}
-			}
-			applyKeyAttributes(&k, b.Attributes)
-			if k.NotBefore != nil && k.Expires != nil && *k.Expires <= *k.NotBefore {
-				return nil, errBadParameter("Property 'attributes.exp' must be later than 'attributes.nbf'.")
-			}
-			if b.Tags != nil {
-				k.Tags = b.Tags
-			}
-			k.Updated = ks.now
-			if err := ks.putVersion(h, k); err != nil {
-				return nil, err
-			}
-			return keyBundle(ks.vault, h, k)
-		})
+		return s.updateKey(ctx, v, rt, body)
 	case opKeyList, opKeyListDeleted:
 		return s.readKey(ctx, v, func(ks objects[keyVersion]) (any, error) { return listKeys(ks, rt) })
 	case opKeyVersions:
 		return s.readKey(ctx, v, func(ks objects[keyVersion]) (any, error) { return listKeyVersions(ks, rt) })
 	case opKeyDelete:
-		return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
-			if h, err := ks.active(rt.name); err == nil {
-				if k, err := ks.version(h, ""); err == nil && k.Managed {
-					return nil, errManaged("key", h.Name)
-				}
-			}
-			h, k, err := ks.softDelete(rt.name)
-			if err != nil {
-				return nil, err
-			}
-			return deletedKeyBundle(ks.vault, h, k)
-		})
+		return s.deleteKey(ctx, v, rt)
 	case opKeyGetDeleted:
 		return s.readKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
 			h, err := ks.deleted(rt.name)
@@ -194,17 +93,7 @@ func (s *Service) execKey(ctx context.Context, v Vault, rt route, body []byte) (
 			return keyBundle(ks.vault, h, k)
 		})
 	case opKeyPurge:
-		if v.PurgeProtection {
-			return httpx.Response{}, errPurgeProtected(v, "key")
-		}
-		res, err := s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
-			if _, err := ks.deleted(rt.name); err != nil {
-				return nil, err
-			}
-			return nil, ks.purge(rt.name)
-		})
-		res.Status = http.StatusNoContent
-		return res, err
+		return s.purgeKey(ctx, v, rt)
 	case opKeyBackup:
 		return s.backupKey(ctx, v, rt.name)
 	case opKeyRestore:
@@ -226,50 +115,195 @@ func (s *Service) execKey(ctx context.Context, v Vault, rt route, body []byte) (
 			return keyPolicy(ks, h)
 		})
 	case opKeySetPolicy:
-		p, err := parseRotationPolicy(body)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
-			h, err := ks.active(rt.name)
-			if err != nil {
-				return nil, err
-			}
-			old, err := keyPolicy(ks, h)
-			if err != nil {
-				return nil, err
-			}
-			if p.Attributes == nil {
-				p.Attributes = &rotationAttributes{}
-			}
-			p.Attributes.Created, p.Attributes.Updated = ks.now, ks.now
-			if old.Attributes != nil && old.Attributes.Created != 0 {
-				p.Attributes.Created = old.Attributes.Created
-			}
-			p.ID = ""
-			if err := ks.putExtra(bucketKeyPolicies, h.Name, p); err != nil {
-				return nil, err
-			}
-			p.ID = keyID(ks.vault, h.Name, "") + "/rotationpolicy"
-			return p, nil
-		})
+		return s.setKeyPolicy(ctx, v, rt, body)
 	case opKeySign, opKeyVerify, opKeyEncrypt, opKeyDecrypt, opKeyWrap, opKeyUnwrap:
-		b, err := parseKeyOpBody(body)
-		if err != nil {
-			return httpx.Response{}, err
-		}
-		if rt.op == opKeyVerify && b.Digest == nil {
-			return httpx.Response{}, errBadParameter("Property 'digest' is required.")
-		}
-		return s.readKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
-			h, k, err := activeKey(ks, rt)
-			if err != nil {
-				return nil, err
-			}
-			return runKeyOp(ks.vault, h, k, rt.op, b, ks.now)
-		})
+		return s.keyOperation(ctx, v, rt, body)
 	}
 	return httpx.Response{}, errNotFound()
+}
+
+// createKey generates a key as a new version of rt.name.
+func (s *Service) createKey(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	var b keyCreateBody
+	if err := decodeObject(body, &b); err != nil {
+		return httpx.Response{}, err
+	}
+	if err := checkCommon(nil, b.Attributes, b.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	kty, err := checkKty(v, b.Kty)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	ops, err := canonicalOps(b.KeyOps, kty)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	der, err := generate(kty, b.KeySize, b.Exponent, b.Crv)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	kv := keyVersion{Kty: kty, Ops: ops, Private: der, Enabled: true, Tags: b.Tags}
+	applyKeyAttributes(&kv, b.Attributes)
+	return s.addKey(ctx, v, rt.name, kv)
+}
+
+// addKey stores kv as the newest version of the key name.
+func (s *Service) addKey(ctx context.Context, v Vault, name string, kv keyVersion) (httpx.Response, error) {
+	return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
+		h, kv, err := addKeyVersion(ks, name, kv)
+		if err != nil {
+			return nil, err
+		}
+		return keyBundle(ks.vault, h, kv)
+	})
+}
+
+// importKey stores a caller's key as a new version of rt.name.
+func (s *Service) importKey(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	var b keyImportBody
+	if err := decodeObject(body, &b); err != nil {
+		return httpx.Response{}, err
+	}
+	if b.Key == nil {
+		return httpx.Response{}, errBadParameter("Property 'key' is required.")
+	}
+	if err := checkCommon(nil, b.Attributes, b.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	der, kty, err := importPrivate(*b.Key)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	if b.HSM {
+		if kty, err = checkKty(v, kty+"-HSM"); err != nil {
+			return httpx.Response{}, err
+		}
+	}
+	ops, err := canonicalOps(b.Key.KeyOps, kty)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	kv := keyVersion{Kty: kty, Ops: ops, Private: der, Enabled: true, Tags: b.Tags}
+	applyKeyAttributes(&kv, b.Attributes)
+	return s.addKey(ctx, v, rt.name, kv)
+}
+
+// updateKey changes a version's operations, attributes and tags; a managed key refuses.
+func (s *Service) updateKey(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	var b keyUpdateBody
+	if err := decodeObject(body, &b); err != nil {
+		return httpx.Response{}, err
+	}
+	if err := checkCommon(nil, b.Attributes, b.Tags); err != nil {
+		return httpx.Response{}, err
+	}
+	return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
+		h, k, err := activeKey(ks, rt)
+		if err != nil {
+			return nil, err
+		}
+		if k.Managed {
+			return nil, errManaged("key", h.Name)
+		}
+		if b.KeyOps != nil {
+			if k.Ops, err = canonicalOps(b.KeyOps, k.Kty); err != nil {
+				return nil, err
+			}
+		}
+		applyKeyAttributes(&k, b.Attributes)
+		if k.NotBefore != nil && k.Expires != nil && *k.Expires <= *k.NotBefore {
+			return nil, errBadParameter("Property 'attributes.exp' must be later than 'attributes.nbf'.")
+		}
+		if b.Tags != nil {
+			k.Tags = b.Tags
+		}
+		k.Updated = ks.now
+		if err := ks.putVersion(h, k); err != nil {
+			return nil, err
+		}
+		return keyBundle(ks.vault, h, k)
+	})
+}
+
+// deleteKey soft-deletes the key; a certificate's managed key refuses.
+func (s *Service) deleteKey(ctx context.Context, v Vault, rt route) (httpx.Response, error) {
+	return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
+		if h, err := ks.active(rt.name); err == nil {
+			if k, err := ks.version(h, ""); err == nil && k.Managed {
+				return nil, errManaged("key", h.Name)
+			}
+		}
+		h, k, err := ks.softDelete(rt.name)
+		if err != nil {
+			return nil, err
+		}
+		return deletedKeyBundle(ks.vault, h, k)
+	})
+}
+
+// purgeKey removes a deleted key for good, unless the vault protects purges.
+func (s *Service) purgeKey(ctx context.Context, v Vault, rt route) (httpx.Response, error) {
+	if v.PurgeProtection {
+		return httpx.Response{}, errPurgeProtected(v, "key")
+	}
+	res, err := s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
+		if _, err := ks.deleted(rt.name); err != nil {
+			return nil, err
+		}
+		return nil, ks.purge(rt.name)
+	})
+	res.Status = http.StatusNoContent
+	return res, err
+}
+
+// setKeyPolicy replaces the key's rotation policy, keeping its creation time.
+func (s *Service) setKeyPolicy(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	p, err := parseRotationPolicy(body)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	return s.writeKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
+		h, err := ks.active(rt.name)
+		if err != nil {
+			return nil, err
+		}
+		old, err := keyPolicy(ks, h)
+		if err != nil {
+			return nil, err
+		}
+		if p.Attributes == nil {
+			p.Attributes = &rotationAttributes{}
+		}
+		p.Attributes.Created, p.Attributes.Updated = ks.now, ks.now
+		if old.Attributes != nil && old.Attributes.Created != 0 {
+			p.Attributes.Created = old.Attributes.Created
+		}
+		p.ID = ""
+		if err := ks.putExtra(bucketKeyPolicies, h.Name, p); err != nil {
+			return nil, err
+		}
+		p.ID = keyID(ks.vault, h.Name, "") + "/rotationpolicy"
+		return p, nil
+	})
+}
+
+// keyOperation runs a cryptographic operation with the version a request names.
+func (s *Service) keyOperation(ctx context.Context, v Vault, rt route, body []byte) (httpx.Response, error) {
+	b, err := parseKeyOpBody(body)
+	if err != nil {
+		return httpx.Response{}, err
+	}
+	if rt.op == opKeyVerify && b.Digest == nil {
+		return httpx.Response{}, errBadParameter("Property 'digest' is required.")
+	}
+	return s.readKey(ctx, v, func(ks objects[keyVersion]) (any, error) {
+		h, k, err := activeKey(ks, rt)
+		if err != nil {
+			return nil, err
+		}
+		return runKeyOp(ks.vault, h, k, rt.op, b, ks.now)
+	})
 }
 
 // activeKey is the version a request names, refused when disabled (every operation but the

@@ -6,6 +6,7 @@
 package azure
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -24,10 +25,13 @@ import (
 type Config struct {
 	TenantID       string
 	SubscriptionID string
-	// ClientID with ClientSecret, or with ClientCertificatePath (PEM: certificate and key).
+	// ClientID with ClientSecret, with ClientCertificatePath (PEM: certificate and key), or with
+	// FederatedTokenFile: a token from another issuer that Entra ID trusts for the client
+	// (workload identity federation: a pod's projected token, a CI system's OIDC token).
 	ClientID              string
 	ClientSecret          string
 	ClientCertificatePath string
+	FederatedTokenFile    string
 	// AuthorityHost is Entra ID's address; empty means the public cloud.
 	AuthorityHost string
 	// ResourceManagerEndpoint and ResourceManagerAudience locate ARM; empty means the public cloud.
@@ -48,6 +52,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		ClientID:                getenv("AZURE_CLIENT_ID"),
 		ClientSecret:            getenv("AZURE_CLIENT_SECRET"),
 		ClientCertificatePath:   getenv("AZURE_CLIENT_CERTIFICATE_PATH"),
+		FederatedTokenFile:      getenv("AZURE_FEDERATED_TOKEN_FILE"),
 		AuthorityHost:           getenv("AZURE_AUTHORITY_HOST"),
 		ResourceManagerEndpoint: getenv("AZURE_RESOURCE_MANAGER_ENDPOINT"),
 		ResourceManagerAudience: getenv("AZURE_RESOURCE_MANAGER_AUDIENCE"),
@@ -95,33 +100,55 @@ func (c Config) ClientOptions() (azcore.ClientOptions, error) {
 	return opts, nil
 }
 
-// Credential is the service principal's credential: a client secret when one is set, else the
-// certificate. Outside the public cloud instance discovery is off: it would ask
-// login.microsoftonline.com about a host it does not know.
+// Credential is the component's credential, in the order of the Azure SDK's environment
+// credential: a client secret when one is set, else the certificate, else the federated token
+// file, read again at each exchange (the kubelet and CI systems replace it before it expires).
+// Outside the public cloud instance discovery is off: it would ask login.microsoftonline.com
+// about a host it does not know.
 func (c Config) Credential() (azcore.TokenCredential, error) {
 	if c.TenantID == "" || c.ClientID == "" {
 		return nil, fmt.Errorf("%w: AZURE_TENANT_ID and AZURE_CLIENT_ID are required", ErrIncomplete)
 	}
-	if c.ClientSecret == "" && c.ClientCertificatePath == "" {
-		return nil, fmt.Errorf("%w: AZURE_CLIENT_SECRET or AZURE_CLIENT_CERTIFICATE_PATH is required", ErrIncomplete)
+	if c.ClientSecret == "" && c.ClientCertificatePath == "" && c.FederatedTokenFile == "" {
+		return nil, fmt.Errorf("%w: AZURE_CLIENT_SECRET, AZURE_CLIENT_CERTIFICATE_PATH or AZURE_FEDERATED_TOKEN_FILE is required", ErrIncomplete)
 	}
 	opts, err := c.ClientOptions()
 	if err != nil {
 		return nil, err
 	}
 	cc := ClientCredential{TenantID: c.TenantID, ClientID: c.ClientID, Secret: c.ClientSecret}
-	if c.ClientSecret == "" {
+	switch {
+	case c.ClientSecret != "":
+	case c.ClientCertificatePath != "":
 		pem, err := os.ReadFile(c.ClientCertificatePath)
 		if err != nil {
 			return nil, fmt.Errorf("read client certificate: %w", err)
 		}
 		cc.Certificate = pem
+		cred, err := NewCredential(cc, opts)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate %s: %w", c.ClientCertificatePath, err)
+		}
+		return cred, nil
+	default:
+		cc.Assertion = FileAssertion(c.FederatedTokenFile)
 	}
-	cred, err := NewCredential(cc, opts)
-	if err != nil && c.ClientSecret == "" {
-		return nil, fmt.Errorf("client certificate %s: %w", c.ClientCertificatePath, err)
+	return NewCredential(cc, opts)
+}
+
+// FileAssertion reads a federated token from path at each call.
+func FileAssertion(path string) func(context.Context) (string, error) {
+	return func(context.Context) (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("read the federated token file: %w", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("the federated token file %s is empty", path)
+		}
+		return tok, nil
 	}
-	return cred, err
 }
 
 // ARMOptions are ClientOptions for the arm* clients.

@@ -424,3 +424,78 @@ func TestCommandExitCodes(t *testing.T) {
 		t.Error("the report shows a secret or a token")
 	}
 }
+
+// The doctor, like rollout (both read the Azure SDK's variables), can authenticate with
+// workload identity federation: AZURE_FEDERATED_TOKEN_FILE with AZURE_CLIENT_ID and
+// AZURE_TENANT_ID, the way a CI system's OIDC token or a pod's projected token is used. Here the
+// token is a real kube-apiserver token of a service account the identity trusts, and the
+// identity may read the subscription it diagnoses. A missing or empty file, or a token the identity
+// does not trust, is refused with an error that says so and carries no token.
+func TestDoctorAuthenticatesWithAFederatedTokenFile(t *testing.T) {
+	e := setup(t, "wi-fedfile")
+	const reader = "acdd72a7-3385-48ef-bd42-f606fba81ae7"
+	e.grant("/subscriptions/"+e.sub, reader, *e.identity.Properties.PrincipalID)
+	pod := e.createPod("shop", "app")
+	e.project(pod, t.TempDir())
+
+	token := func(sa string) string {
+		tr, err := e.kube.CoreV1().ServiceAccounts(e.ns).CreateToken(t.Context(), sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{wi.DefaultAudience}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	s := e.cloud.Settings()
+	file := filepath.Join(t.TempDir(), "oidc-token")
+	vars := map[string]string{
+		"AZURE_TENANT_ID": s.TenantID, "AZURE_SUBSCRIPTION_ID": s.SubscriptionID, "AZURE_CLIENT_ID": *e.identity.Properties.ClientID,
+		"AZURE_FEDERATED_TOKEN_FILE": file, "AZURE_AUTHORITY_HOST": s.AuthorityHost,
+		"AZURE_RESOURCE_MANAGER_ENDPOINT": s.ResourceManagerEndpoint, "AZURE_RESOURCE_MANAGER_AUDIENCE": s.ResourceManagerAudience,
+		"SSL_CERT_FILE": s.CAFile,
+	}
+	cfg := azure.ConfigFromEnv(func(k string) string { return vars[k] })
+	getToken := func() error {
+		cred, err := cfg.Credential()
+		if err != nil {
+			t.Fatalf("a federated configuration: %v", err)
+		}
+		_, err = cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{s.ResourceManagerAudience + "/.default"}})
+		return err
+	}
+
+	if err := os.WriteFile(file, []byte(token("app")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := doctor.WorkloadIdentity(t.Context(), doctor.Options{
+		Namespace: e.ns, Target: "pod/shop", Scope: e.vaultID, Kube: devenvtest.ControlPlane(t).RESTConfig, ExpectedIssuer: e.issuer, Azure: cfg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode() != doctor.ExitOK {
+		var out bytes.Buffer
+		_ = r.Write(&out)
+		t.Fatalf("the doctor with a federated credential: exit %d\n%s", r.ExitCode(), out.String())
+	}
+
+	for _, bad := range []struct{ name, content, want string }{
+		{"an empty file", "\n", "is empty"},
+		{"a token the identity does not trust", token("other"), "AADSTS70021"},
+	} {
+		if err := os.WriteFile(file, []byte(bad.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := getToken()
+		if err == nil || !strings.Contains(err.Error(), bad.want) || (len(bad.content) > 20 && strings.Contains(err.Error(), bad.content)) {
+			t.Errorf("%s: %v, want an error with %q and no token", bad.name, err, bad.want)
+		}
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := getToken(); err == nil || !strings.Contains(err.Error(), "federated token file") {
+		t.Errorf("a missing file: %v, want an error naming the federated token file", err)
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -238,14 +237,8 @@ func (r *Resolver) assertion(src Source) func(context.Context) (string, error) {
 	if file == "" {
 		file = r.settings.FederatedTokenFile
 	}
-	return func(context.Context) (string, error) {
-		if file == "" {
-			return "", errNoToken
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("read federated token file: %w", err)
-		}
-		return strings.TrimSpace(string(b)), nil
+	if file == "" {
+		return func(context.Context) (string, error) { return "", errNoToken }
 	}
+	return azure.FileAssertion(file)
 }

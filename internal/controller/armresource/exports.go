@@ -12,9 +12,9 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/exports"
 )
 
-// compileExpressions checks operatorSpec's expressions before anything is written to ARM: a
-// bad one is a spec error and creates nothing.
-func compileExpressions(obj *unstructured.Unstructured) error {
+// CompileExpressions checks operatorSpec's expressions before anything is written to ARM (and
+// at admission): a bad one is a spec error and creates nothing.
+func CompileExpressions(obj *unstructured.Unstructured) error {
 	if err := exports.Compile(expressions(obj)); err != nil {
 		return fmt.Errorf("%w: %w", errInvalidSpec, err)
 	}

@@ -84,7 +84,7 @@ func (p *pass) gather(ctx context.Context) (gathered, error) {
 		return g, nil
 	}
 	// A bad export expression fails before anything is written to ARM.
-	if err := compileExpressions(p.obj); err != nil {
+	if err := CompileExpressions(p.obj); err != nil {
 		return g, err
 	}
 	if g.body, err = p.r.body(ctx, p.obj, cred); err != nil {

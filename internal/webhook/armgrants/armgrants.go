@@ -2,7 +2,8 @@
 // global credential: every ARM id their spec names (owner.armId, a RoleAssignment's scope,
 // any other armId reference) must be inside the scopes a NamespaceGrant gives their namespace.
 // The controller checks again before any Azure call (it also knows the resource's own ARM id);
-// this check gives the refusal at kubectl apply time.
+// this check gives the refusal at kubectl apply time. It also refuses export expressions that do
+// not compile, whatever the credential, which the controller would refuse before any ARM write.
 package armgrants
 
 import (
@@ -70,6 +71,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		if obj.GetDeletionTimestamp() != nil {
 			return admission.Allowed("")
 		}
+	}
+	if err := armresource.CompileExpressions(&obj); err != nil {
+		return admission.Denied(fmt.Sprintf("%s %s/%s: %s", obj.GetKind(), ns, obj.GetName(), err))
 	}
 	if _, own := obj.GetAnnotations()[credentials.AnnotationCredentialFrom]; own {
 		return admission.Allowed("") // its own credential: Azure limits it

@@ -318,4 +318,21 @@ func checkGrantAdmission(t *testing.T, rc *rest.Config) {
 		t.Fatal(err)
 	}
 	admitted("a RoleAssignment under the namespace's own credential", func() client.Object { return roleAssignment() })
+
+	// An export expression that does not compile is refused at apply, whatever the credential:
+	// the controller would refuse it before any ARM write.
+	group := func(expr string) func() client.Object {
+		return func() client.Object {
+			return &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup",
+				"metadata": map[string]any{"namespace": tenant, "name": "exported"},
+				"spec": map[string]any{"location": "westus2", "operatorSpec": map[string]any{
+					"configMapExpressions": []any{map[string]any{"name": "out", "key": "where", "value": expr}},
+				}},
+			}}
+		}
+	}
+	refused("a ResourceGroup with an export expression that does not compile", group(`self.status.location +`),
+		"ResourceGroup "+tenant+"/exported", "configMap expression 0 (out", "Syntax error")
+	admitted("a ResourceGroup with a good export expression", group(`self.status.location`))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/chromedp/chromedp"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
@@ -259,6 +260,25 @@ func TestWebViewInBrowser(t *testing.T) {
 	}
 	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`tr[data-seq="`+itoa(c.RequestLog().Last())+`"]`))); err != nil {
 		t.Fatalf("live log: %v", err)
+	}
+
+	// An ARM refusal names the action, the scope and what the principal holds (nothing).
+	groups, err := armresources.NewResourceGroupsClient(s.SubscriptionID, appCred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := groups.Get(ctx, "shop-rg", nil); err == nil {
+		t.Fatal("a principal without a role read the group")
+	}
+	visit("log-arm-403", "/log?"+url.Values{"principal": {"some-app"}, "status": {"403"}}.Encode(), chromedp.WaitVisible(chromedp.CSS("tr.refused")))
+	reason, err = chromedp.Run(bctx, chromedp.Text(chromedp.CSS(`tr.refused td.reason`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Microsoft.Resources/subscriptions/resourceGroups/read", rgID, "It holds no role assignments."} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("ARM refusal's reason %q lacks %q", reason, want)
+		}
 	}
 
 	// "Check access" says what the authorizer says (it calls it: same code), with the grant.

@@ -297,6 +297,9 @@ func (v *View) logFilter(r *http.Request, names map[string]entra.Principal) (req
 	return f, form
 }
 
+// pageRows is how many entries the log page shows unless asked for all.
+const pageRows = 1000
+
 // Row is a log entry with its principal's name.
 type Row struct {
 	reqlog.Entry
@@ -311,6 +314,12 @@ func (v *View) rows(r *http.Request) ([]Row, map[string]string, error) {
 	}
 	f, form := v.logFilter(r, names)
 	es := v.o.Requests.Entries(f)
+	form["total"] = strconv.Itoa(len(es))
+	// The newest pageRows unless ?limit=all: a table of 10,000 rows helps nobody.
+	if r.URL.Query().Get("limit") != "all" && len(es) > pageRows {
+		es = es[len(es)-pageRows:]
+	}
+	form["shown"] = strconv.Itoa(len(es))
 	out := make([]Row, len(es))
 	for i, e := range es {
 		out[i] = Row{Entry: e, Name: names[strings.ToLower(e.Principal)].DisplayName, Refused: e.Status >= 400}

@@ -14,6 +14,7 @@ func (c *Cloud) startWebView(boot bootstrap) error {
 	v, err := webview.New(webview.Options{
 		DataDir: c.settings.DataDir, ARM: c.arm, Authz: c.arm.Authz(), Directory: c.entra.Directory,
 		Requests: c.requests, TenantID: boot.TenantID, SubscriptionID: boot.SubscriptionID, OwnerObjectID: boot.ObjectID,
+		Logger: c.log.With("service", "webview"),
 	})
 	if err != nil {
 		return err

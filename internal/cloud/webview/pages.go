@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -45,7 +44,7 @@ func (v *View) routes() {
 func (v *View) render(w http.ResponseWriter, r *http.Request, name string, data any) {
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
-		slog.Default().ErrorContext(r.Context(), "Rendering web view page failed", "page", name, "err", err)
+		v.o.Logger.ErrorContext(r.Context(), "Rendering web view page failed", "page", name, "err", err)
 		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
 		return
 	}
@@ -54,7 +53,7 @@ func (v *View) render(w http.ResponseWriter, r *http.Request, name string, data 
 }
 
 func (v *View) fail(w http.ResponseWriter, r *http.Request, err error) {
-	slog.Default().ErrorContext(r.Context(), "Web view page failed", "path", r.URL.Path, "err", err)
+	v.o.Logger.ErrorContext(r.Context(), "Web view page failed", "path", r.URL.Path, "err", err)
 	http.Error(w, "The page could not be built.", http.StatusInternalServerError)
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -41,7 +42,8 @@ type Options struct {
 	Requests       *reqlog.Log
 	TenantID       string
 	SubscriptionID string
-	OwnerObjectID  string // whose view of ARM's JSON the tree shows (the bootstrap principal)
+	OwnerObjectID  string       // whose view of ARM's JSON the tree shows (the bootstrap principal)
+	Logger         *slog.Logger // nil = discard
 }
 
 // View serves the pages.
@@ -57,6 +59,9 @@ func New(o Options) (*View, error) {
 	tok, err := ensureToken(filepath.Join(o.DataDir, TokenFileName))
 	if err != nil {
 		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	v := &View{o: o, token: tok, mux: http.NewServeMux()}
 	v.routes()

@@ -5,6 +5,7 @@
 #   node, npm         internal/cloud's TestJavaScriptSDK (the machine image may already bring Node.js 20)
 #   jq    (jq)        cmd/cerulean-local's TestDocsCloud (docs/cloud.md's blocks use it)
 #   ip, iptables      internal/nodeagent's network-path tests (as root; they fail under CI=true otherwise)
+#   chromium          internal/cloud/webview's browser test (headless, driven by chromedp)
 # With arguments, only those programs (e.g. `hack/install-test-deps.sh az`). Idempotent: nothing
 # is fetched when everything is there. To add a program, add a line to the table below.
 set -euo pipefail
@@ -18,6 +19,7 @@ table=(
 	"jq        jq         true"
 	"ip        iproute2   true"
 	"iptables  iptables   true"
+	"chromium  chromium   true"
 )
 
 curl_has_http2() { curl --version | grep -qw HTTP2; }

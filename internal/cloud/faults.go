@@ -13,6 +13,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/midataplane"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/cloud/webview"
 )
 
 // Throttling, fault injection and the request log. Kept apart from server.go so each part of
@@ -61,8 +62,8 @@ func (c *Cloud) RequestLog() *reqlog.Log { return c.requests }
 // which is neither logged nor faulted (faults must never lock out the API that removes them).
 func serviceOf(r *http.Request) string {
 	switch p := r.URL.Path; {
-	case strings.HasPrefix(p, admin.Prefix+"/"):
-		return ""
+	case strings.HasPrefix(p, admin.Prefix+"/"), p == webview.Prefix || strings.HasPrefix(p, webview.Prefix+"/"):
+		return "" // the web view is not logged either: it reads the log
 	case arm.Handles(p), p == "/metadata/endpoints": // the cloud-metadata document is ARM's
 		return faults.ServiceARM
 	case p == msi.AppServicePath || p == msi.IMDSPath || p == midataplane.Path:
@@ -103,7 +104,7 @@ func (c *Cloud) observe(service func(r *http.Request) string, vault string, next
 		// Only the path and the api-version: other query values (resource, client_id) and every
 		// header stay out of the log.
 		c.requests.Add(reqlog.Entry{Time: start.UTC(), Service: svc, Vault: vault, Method: r.Method, Path: r.URL.Path,
-			APIVersion: apiVersion(r), Principal: principal(), Status: rw.status, Fault: d.Rule})
+			APIVersion: apiVersion(r), Principal: principal(), Status: rw.status, Fault: d.Rule, Reason: reqlog.ReasonOf(ctx)})
 	})
 }
 

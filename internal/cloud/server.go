@@ -33,6 +33,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/cloud/storage"
 	"github.com/cerulean/cerulean/internal/cloud/store"
+	"github.com/cerulean/cerulean/internal/cloud/webview"
 	"github.com/cerulean/cerulean/internal/fsutil"
 	"github.com/cerulean/cerulean/internal/shellenv"
 )
@@ -87,6 +88,10 @@ type Settings struct {
 	// https://login.microsoftonline.com/, as Azure writes it and as the proxy serves it to pods
 	// and other clients that cannot reach loopback; without one, AuthorityHost.
 	CredentialsAuthorityHost string
+	// WebViewURL is the read-only web view; a browser logs in once at
+	// WebViewURL+"login?token=" + the content of WebViewTokenFile (0600 in the data dir).
+	WebViewURL       string
+	WebViewTokenFile string
 }
 
 // ResourceManagerAudience is the audience ARM tokens are requested for, as in the public cloud.
@@ -122,6 +127,7 @@ type Cloud struct {
 	log      *slog.Logger
 	faults   *faults.Injector
 	requests *reqlog.Log
+	view     *webview.View
 	now      func() time.Time
 
 	closeOnce sync.Once
@@ -229,6 +235,9 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	if err := c.startARM(ctx, opts, boot); err != nil {
 		return nil, err
 	}
+	if err := c.startWebView(boot); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	c.entra.Register(mux)
 	c.registerMetadata(mux)
@@ -246,7 +255,7 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 	mux.Handle("/", c.entra.NotFound())
 	c.handler = httpx.CompleteBody(servePathsAsSent(c.observe(serviceOf, "", c.withARM(mux))))
 	c.srv = &http.Server{
-		Handler:           c.inflight.Wrap(c.handler),
+		Handler:           c.inflight.Wrap(c.withWebView(c.handler)),
 		TLSConfig:         withHTTP2(certs.TLSConfig()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // keep-alive connections of gone clients do not pile up
@@ -262,7 +271,8 @@ func Start(ctx context.Context, opts Options) (*Cloud, error) {
 		return nil, fmt.Errorf("write env file: %w", err)
 	}
 	ok = true
-	opts.Logger.Info("Cloud ready", "url", base, "proxy", c.settings.ProxyURL, "dataDir", dir, "tenantId", boot.TenantID)
+	opts.Logger.Info("Cloud ready", "url", base, "proxy", c.settings.ProxyURL, "dataDir", dir, "tenantId", boot.TenantID,
+		"webView", c.settings.WebViewURL, "webViewTokenFile", c.settings.WebViewTokenFile)
 	return c, nil
 }
 

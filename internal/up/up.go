@@ -272,6 +272,7 @@ Cerulean is up.
   issuer (OIDC)       %s
   kubeconfig          %s
   local cloud         %s  (tenant %s, subscription %s)
+  web view            %s  (log in: %slogin?token=$(cat %s))
   cluster (ARM)       %s
 %s  node                %s
   node agent          %s
@@ -282,7 +283,7 @@ Use it:
   bin/kubectl get namespaces
 
 %sCtrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath, clusters)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, az.WebViewURL, az.WebViewURL, az.WebViewTokenFile, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath, clusters)
 }
 
 // engineNet is where the cloud's engines take their addresses: with a node, on a network its

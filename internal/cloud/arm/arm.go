@@ -231,6 +231,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.dispatch(r, h)
 	var status int
+	if e := (*Error)(nil); errors.As(err, &e) {
+		reqlog.SetReason(r.Context(), e.Code+": "+e.Message) // unless the refusal's decider gave one
+	}
 	if err != nil {
 		status = writeError(s.log)(w, r, err)
 	} else {
@@ -372,6 +375,7 @@ func (s *Service) authorize(ctx context.Context, rt Route, r *Request) error {
 func (s *Service) Check(ctx context.Context, c Caller, action, scope string) error {
 	err := s.o.Authz.Check(ctx, c.ObjectID, action, scope)
 	if errors.Is(err, authz.ErrDenied) {
+		reqlog.SetReason(ctx, s.o.Authz.DeniedReason(ctx, c.ObjectID, action, scope))
 		return Errorf(http.StatusForbidden, "AuthorizationFailed",
 			"The client '%s' with object id '%s' does not have authorization to perform action '%s' over scope '%s' or the scope is invalid. If access was recently granted, please refresh your credentials.",
 			c.AppID, c.ObjectID, action, clip(scope, 512))

@@ -227,23 +227,37 @@ func New(st *store.Store) *Authorizer { return &Authorizer{st: st} }
 // Check returns nil if one of the principal's assignments at scope or above grants the
 // control-plane action, ErrDenied if none does.
 func (a *Authorizer) Check(ctx context.Context, principalID, action, scope string) error {
-	return a.check(ctx, principalID, scope, func(r RoleDefinition) bool { return r.Allows(action) })
+	_, err := a.Explain(ctx, principalID, action, scope, false)
+	return err
 }
 
 // CheckData is Check for a data-plane action (Key Vault secrets).
 func (a *Authorizer) CheckData(ctx context.Context, principalID, dataAction, scope string) error {
-	return a.check(ctx, principalID, scope, func(r RoleDefinition) bool { return r.AllowsData(dataAction) })
+	_, err := a.Explain(ctx, principalID, dataAction, scope, true)
+	return err
 }
 
-func (a *Authorizer) check(ctx context.Context, principalID, scope string, grants func(RoleDefinition) bool) error {
+// Explain is Check (data: CheckData) that also returns the assignment granting the action: the
+// one decision both the services and the web view's "check access" use.
+func (a *Authorizer) Explain(ctx context.Context, principalID, action, scope string, data bool) (Assignment, error) {
+	grants := func(r RoleDefinition) bool { return r.Allows(action) }
+	if data {
+		grants = func(r RoleDefinition) bool { return r.AllowsData(action) }
+	}
 	errFound := errors.New("found")
 	target := scopeKey(scope)
+	var found Assignment
 	err := a.st.View(ctx, func(tx *store.Tx) error {
 		return forPrincipalGrants(tx, principalID, func(g grant) error {
 			if !keyContains(g.ScopeKey, target) {
 				return nil
 			}
 			if r, ok := RoleByID(g.Role); ok && grants(r) {
+				as, err := GetTx(tx, g.ID)
+				if err != nil {
+					return err
+				}
+				found = as
 				return errFound
 			}
 			return nil
@@ -251,11 +265,26 @@ func (a *Authorizer) check(ctx context.Context, principalID, scope string, grant
 	})
 	switch {
 	case errors.Is(err, errFound):
-		return nil
+		return found, nil
 	case err != nil:
-		return fmt.Errorf("check role assignments: %w", err)
+		return Assignment{}, fmt.Errorf("check role assignments: %w", err)
 	}
-	return ErrDenied
+	return Assignment{}, ErrDenied
+}
+
+// Effective is the principal's assignments that apply at scope (at it or above it), each with
+// its role: what the principal may do there, and why.
+func (a *Authorizer) Effective(ctx context.Context, principalID, scope string) ([]Assignment, error) {
+	var out []Assignment
+	err := a.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = ListTx(tx, scope, Filter{PrincipalID: principalID, AtScope: true})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list role assignments: %w", err)
+	}
+	return out, nil
 }
 
 // Ensure creates the assignment unless the same grant exists (under any name): for assignments
@@ -284,3 +313,36 @@ func (a *Authorizer) Ensure(ctx context.Context, as Assignment) error {
 // Store is the state the authorizer reads, for callers that combine assignment changes with
 // their own writes in one transaction.
 func (a *Authorizer) Store() *store.Store { return a.st }
+
+// DeniedReason says in words why Explain refused the action: nothing the principal holds at
+// scope or above grants it, and what it does hold (every scope), for the request log.
+func (a *Authorizer) DeniedReason(ctx context.Context, principalID, action, scope string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "No role assignment of principal %s grants %q at scope %q or above.", principalID, action, scope)
+	var held []Assignment
+	err := a.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		held, err = ListTx(tx, "/", Filter{PrincipalID: principalID})
+		return err
+	})
+	switch {
+	case err != nil:
+		return b.String()
+	case len(held) == 0:
+		b.WriteString(" It holds no role assignments.")
+		return b.String()
+	}
+	b.WriteString(" It holds:")
+	for i, as := range held {
+		name := RoleIDFromDefinitionID(as.RoleDefinitionID)
+		if r, ok := RoleByID(name); ok {
+			name = r.RoleName
+		}
+		sep := ";"
+		if i == len(held)-1 {
+			sep = "."
+		}
+		fmt.Fprintf(&b, " %s at %q%s", name, as.Scope, sep)
+	}
+	return b.String()
+}

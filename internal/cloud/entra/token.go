@@ -16,6 +16,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 )
 
 // tokenResponse is the v2 endpoint's success body.
@@ -50,6 +51,9 @@ func (s *Service) token(r *http.Request) (httpx.Response, error) {
 		return httpx.Response{}, ferr
 	}
 	res, err := s.issue(r.Context(), tid, s.authority(r), req)
+	if e := (*Error)(nil); errors.As(err, &e) {
+		reqlog.SetReason(r.Context(), fmt.Sprintf("AADSTS%d: %s", e.Code, e.Message))
+	}
 	if err != nil {
 		return httpx.Response{}, err
 	}
@@ -80,6 +84,7 @@ func (s *Service) issue(ctx context.Context, tid, authority string, req tokenReq
 	} else if err != nil {
 		return tokenResponse{}, fmt.Errorf("look up principal: %w", err)
 	}
+	reqlog.SetPrincipal(ctx, p.ObjectID) // the log names who asked, granted or refused
 	var acr string
 	switch {
 	case req.ClientSecret != "" && req.Assertion != "":
@@ -221,6 +226,7 @@ func (s *Service) checkFederatedAssertion(ctx context.Context, p Principal, a *a
 		}
 	}
 	if !trusted {
+		reqlog.SetReason(ctx, noFederatedMatchReason(p, a.Issuer, a.Subject, a.Audience))
 		return errNoFederatedIssuer(a)
 	}
 	key, err := s.issuers.key(ctx, a.Issuer, a.Kid)
@@ -246,7 +252,29 @@ func (s *Service) checkFederatedAssertion(ctx context.Context, p Principal, a *a
 			}
 		}
 	}
+	reqlog.SetReason(ctx, noFederatedMatchReason(p, claims.Issuer, claims.Subject, claims.Audience))
 	return errNoFederatedMatch(a)
+}
+
+// noFederatedMatchReason is the request log's account of a refused exchange: what was presented
+// and the federated credentials that exist, so the mismatch can be seen at a glance.
+func noFederatedMatchReason(p Principal, issuer, subject string, audiences []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "No federated credential of %q (client id %s) matches issuer %q, subject %q, audiences %q. ",
+		p.DisplayName, p.ClientID, truncate(issuer, 256), truncate(subject, 256), audiences)
+	if len(p.FederatedCredentials) == 0 {
+		b.WriteString("It has no federated credentials.")
+		return b.String()
+	}
+	b.WriteString("Its federated credentials:")
+	for i, f := range p.FederatedCredentials {
+		sep := ";"
+		if i == len(p.FederatedCredentials)-1 {
+			sep = "."
+		}
+		fmt.Fprintf(&b, " %q (issuer %q, subject %q, audiences %q)%s", f.Name, f.Issuer, f.Subject, f.Audiences, sep)
+	}
+	return b.String()
 }
 
 func truncate(s string, n int) string {

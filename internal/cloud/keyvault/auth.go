@@ -13,6 +13,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/authz"
 	"github.com/cerulean/cerulean/internal/cloud/azurenames"
 	"github.com/cerulean/cerulean/internal/cloud/entra"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 )
 
 // Audience is the resource Key Vault tokens are issued for; the 401 challenge names it.
@@ -134,6 +135,11 @@ func (s *Service) authorize(ctx context.Context, v Vault, c caller, rt route) er
 			scope += "/" + rt.kind.collection() + "/" + rt.name
 		}
 		err := s.o.Authz.CheckData(ctx, c.ObjectID, p.dataAction, scope)
+		if d, ok := s.o.Authz.(interface {
+			DeniedReason(ctx context.Context, principalID, action, scope string) string
+		}); ok && errors.Is(err, authz.ErrDenied) {
+			reqlog.SetReason(ctx, d.DeniedReason(ctx, c.ObjectID, p.dataAction, scope))
+		}
 		if errors.Is(err, authz.ErrDenied) {
 			return errorf(http.StatusForbidden, "Forbidden",
 				"Caller is not authorized to perform action on resource.\r\nIf role assignments, deny assignments or role definitions were changed recently, please observe propagation time.\r\nCaller: %s\r\nAction: '%s'\r\nResource: '%s'\r\nAssignment: (not found)\r\nDecisionReason: null\r\nVault: %s;location=%s\r\n",

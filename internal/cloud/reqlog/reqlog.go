@@ -26,6 +26,9 @@ type Entry struct {
 	Principal  string    `json:"principalId,omitempty"` // object id, once the service authenticated the caller
 	Status     int       `json:"status"`
 	Fault      string    `json:"fault,omitempty"` // the fault rule that answered or delayed it
+	// Reason says in words why a request was refused, where the service that refused it knows
+	// (which federated credentials exist, which roles the principal holds). Never a secret.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Filter selects entries; zero fields match everything. Strings compare case-insensitively.
@@ -116,8 +119,9 @@ func (l *Log) Clear() {
 type slotKey struct{}
 
 type slot struct {
-	mu sync.Mutex
-	id string
+	mu     sync.Mutex
+	id     string
+	reason string
 }
 
 // WithSlot returns ctx with an empty principal slot, and a function that reads it.
@@ -138,4 +142,27 @@ func SetPrincipal(ctx context.Context, objectID string) {
 		s.id = objectID
 		s.mu.Unlock()
 	}
+}
+
+// SetReason records why the request is refused, for the request log. The first reason set
+// wins: the code that decides a refusal knows more than the adapter that writes the error.
+func SetReason(ctx context.Context, reason string) {
+	if s, ok := ctx.Value(slotKey{}).(*slot); ok {
+		s.mu.Lock()
+		if s.reason == "" {
+			s.reason = reason
+		}
+		s.mu.Unlock()
+	}
+}
+
+// ReasonOf is the reason recorded in ctx's slot ("" for none).
+func ReasonOf(ctx context.Context) string {
+	s, ok := ctx.Value(slotKey{}).(*slot)
+	if !ok {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
 }

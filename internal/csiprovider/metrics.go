@@ -26,11 +26,17 @@ var (
 		Name: "grpc_request", Help: "Distribution of how long it took for the gRPC requests",
 		ConstLabels: upstreamLabels,
 	}, []string{"grpc_method", "grpc_code", "grpc_message"})
+	// cacheLookups is Cerulean's own (upstream has no cache): object lookups served from the
+	// cache (hit) or needing Key Vault (miss, shared by concurrent lookups of one object).
+	cacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keyvault_cache_lookups_total", Help: "Object lookups served from the provider's cache (hit) or fetched from Key Vault (miss)",
+		ConstLabels: upstreamLabels,
+	}, []string{"result"})
 
 	// registry is the provider's own: it runs without controller-runtime.
 	registry = func() *prometheus.Registry {
 		r := prometheus.NewRegistry()
-		r.MustRegister(keyvaultRequest, grpcRequest, collectors.NewGoCollector(),
+		r.MustRegister(keyvaultRequest, grpcRequest, cacheLookups, collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		return r
 	}()

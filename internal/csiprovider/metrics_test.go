@@ -164,3 +164,32 @@ func TestRunServesMetrics(t *testing.T) {
 		t.Errorf("Version calls grew by %v, want 1 as %s:\n%s", got, version, body)
 	}
 }
+
+// With the cache on, a second mount of an object within the TTL is a hit and fetches nothing.
+func TestMetricsCacheHitsAndMisses(t *testing.T) {
+	e := newEnv(t, time.Minute)
+	id := e.identity(t, "cached")
+	e.federate(t, "cached", "default", "cached")
+	e.assign(t, e.vaultID, roleSecretsUser, *id.Properties.PrincipalID)
+	e.setSecret(t, "cached-secret", "c4ched-value")
+	srv := httptest.NewServer(csiprovider.MetricsHandler())
+	t.Cleanup(srv.Close)
+	counts := func() (hits, misses, gets float64) {
+		b := scrapeProvider(t, srv.URL)
+		return sumSeries(b, "keyvault_cache_lookups_total", `result="hit"`, `provider="azure"`),
+			sumSeries(b, "keyvault_cache_lookups_total", `result="miss"`, `provider="azure"`),
+			sumSeries(b, "keyvault_request_count", `object_name="cached-secret"`)
+	}
+	h0, m0, g0 := counts()
+	for i := range 2 {
+		req := e.request(t, map[string]string{"clientID": *id.Properties.ClientID,
+			csiprovider.AttrSATokens: e.saTokens(t, "default", "cached"), "objects": objects("objectName: cached-secret")}, "cached-"+strconv.Itoa(i), nil)
+		if _, err := e.mount(t, req); err != nil {
+			t.Fatalf("mount %d: %v", i, err)
+		}
+	}
+	h, m, g := counts()
+	if h-h0 != 1 || m-m0 != 1 || g-g0 != 1 {
+		t.Errorf("two mounts of one object: %v hits, %v misses, %v Key Vault GETs; want 1, 1, 1", h-h0, m-m0, g-g0)
+	}
+}

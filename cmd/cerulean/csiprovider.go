@@ -35,6 +35,7 @@ func newCSIProviderCommand() *cobra.Command {
 	f.StringVar(&o.CloudName, "cloud-name", "", "the name SecretProviderClasses may give this provider's own cloud (default AzurePublicCloud)")
 	f.StringVar(&o.VaultLookupURL, "vault-lookup-url", "", "the local cloud's vault lookup, AZURE_AUTHORITY_HOST + _cerulean/vaults/ (empty in Azure)")
 	f.StringVar(&o.PodIdentityEndpoint, "pod-identity-endpoint", "http://127.0.0.1:2579", "the node agent's address for usePodIdentity")
+	f.StringVar(&o.MetricsAddr, "metrics-addr", "127.0.0.1:8898", `address of the metrics endpoint (the upstream provider's port; "0" turns it off)`)
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every mount")
 	return cmd
 }

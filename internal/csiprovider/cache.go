@@ -38,8 +38,10 @@ func (c *objectCache) get(key string, ttl time.Duration, fetch func() ([]fetched
 		return e.val, ok && (e.expires.IsZero() || c.now().Before(e.expires))
 	}
 	if val, ok := fresh(); ok {
+		cacheLookups.WithLabelValues("hit").Inc()
 		return val, nil
 	}
+	cacheLookups.WithLabelValues("miss").Inc()
 	v, err, _ := c.flight.Do(key, func() (any, error) {
 		if val, ok := fresh(); ok { // a flight that ended just before this one began
 			return val, nil

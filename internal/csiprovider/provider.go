@@ -75,9 +75,11 @@ type Options struct {
 	CacheEntries int
 	// Retry is azcore's retry policy for Key Vault; 429 and 503 are retried honouring
 	// Retry-After (default: 6 tries, up to 60 s apart).
-	Retry  policy.RetryOptions
-	Clock  func() time.Time
-	Logger *slog.Logger
+	Retry policy.RetryOptions
+	// MetricsAddr is where Run serves /metrics (keyvault_request, grpc_request); "" or "0" none.
+	MetricsAddr string
+	Clock       func() time.Time
+	Logger      *slog.Logger
 }
 
 // Provider serves Mount and Version.
@@ -282,7 +284,9 @@ type fetched struct {
 // when an entry of this identity is fresh.
 func (p *Provider) object(ctx context.Context, vc *vaultClient, identity, uri, vault string, o Object) ([]fetched, error) {
 	key := strings.Join([]string{identity, uri, o.ObjectType, o.ObjectName, o.ObjectVersion, strconv.Itoa(int(o.ObjectVersionHistory)), o.ObjectFormat}, "\x00")
-	fetch := func() ([]fetched, error) {
+	fetch := func() (_ []fetched, err error) {
+		start := time.Now()
+		defer func() { reportKeyvault(o, time.Since(start), err) }()
 		if o.ObjectVersionHistory > 1 {
 			return p.history(ctx, vc, vault, o)
 		}
@@ -382,18 +386,19 @@ func decode(value string, o Object) ([]byte, error) {
 func kvError(err error, o Object, vault string) error {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		msg := fmt.Sprintf("get %s from vault %q: Key Vault answered %d %s", o, vault, re.StatusCode, re.ErrorCode)
+		e := &kvStatusError{code: codes.Unavailable, kvCode: re.ErrorCode,
+			msg: fmt.Sprintf("get %s from vault %q: Key Vault answered %d %s", o, vault, re.StatusCode, re.ErrorCode)}
 		switch re.StatusCode {
 		case http.StatusForbidden:
-			return &kvStatusError{code: codes.PermissionDenied, msg: msg + ": the identity may not read it"}
+			e.code, e.msg = codes.PermissionDenied, e.msg+": the identity may not read it"
 		case http.StatusNotFound:
-			return &kvStatusError{code: codes.NotFound, msg: msg, wrapped: ErrObjectNotFound}
+			e.code, e.wrapped = codes.NotFound, ErrObjectNotFound
 		case http.StatusUnauthorized:
-			return &kvStatusError{code: codes.Unauthenticated, msg: msg}
+			e.code = codes.Unauthenticated
 		case http.StatusTooManyRequests:
-			return &kvStatusError{code: codes.ResourceExhausted, msg: msg + " after retries"}
+			e.code, e.msg = codes.ResourceExhausted, e.msg+" after retries"
 		}
-		return &kvStatusError{code: codes.Unavailable, msg: msg}
+		return e
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("get %s from vault %q: %w", o, vault, err)
@@ -403,6 +408,7 @@ func kvError(err error, o Object, vault string) error {
 
 type kvStatusError struct {
 	code    codes.Code
+	kvCode  string // Key Vault's error code (SecretNotFound), for keyvault_request's error label
 	msg     string
 	wrapped error
 }

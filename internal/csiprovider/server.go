@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -47,7 +48,7 @@ func Listen(p *Provider, path string) (*Server, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("restrict socket: %w", err)
 	}
-	s := &Server{path: path, grpc: grpc.NewServer(), ln: ln, done: make(chan error, 1)}
+	s := &Server{path: path, grpc: grpc.NewServer(grpc.UnaryInterceptor(timeGRPC)), ln: ln, done: make(chan error, 1)}
 	v1alpha1.RegisterCSIDriverProviderServer(s.grpc, p)
 	go func() { s.done <- s.grpc.Serve(ln) }()
 	return s, nil
@@ -83,7 +84,22 @@ func Run(ctx context.Context, o Options, socket string) error {
 	if err != nil {
 		return err
 	}
-	o.Logger.Info("Serving the Key Vault provider", "socket", socket, "cacheTTL", o.CacheTTL)
+	var metrics *http.Server
+	if o.MetricsAddr != "" && o.MetricsAddr != "0" {
+		ml, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			_ = s.Close()
+			return fmt.Errorf("listen for metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", MetricsHandler())
+		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = metrics.Serve(ml) }()
+	}
+	o.Logger.Info("Serving the Key Vault provider", "socket", socket, "cacheTTL", o.CacheTTL, "metrics", o.MetricsAddr)
 	<-ctx.Done()
+	if metrics != nil {
+		_ = metrics.Close()
+	}
 	return s.Close()
 }

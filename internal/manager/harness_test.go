@@ -134,7 +134,10 @@ func startManagerOpts(t *testing.T, opts manager.Options) (stop func()) {
 	done := make(chan error, 1)
 	logs := &cloudtest.SyncBuffer{}
 	opts.REST = devenvtest.ControlPlane(t).RESTConfig
-	opts.MetricsAddr, opts.HealthAddr, opts.SkipNameValidation = "0", "0", true
+	if opts.MetricsAddr == "" {
+		opts.MetricsAddr = "0"
+	}
+	opts.HealthAddr, opts.SkipNameValidation = "0", true
 	opts.Logger = logr.FromSlogHandler(cloudtest.DebugLogger(logs).Handler())
 	go func() { done <- manager.Run(ctx, opts) }()
 	var once sync.Once

@@ -48,6 +48,7 @@ import (
 	storagev1api20230101 "github.com/cerulean/cerulean/api/storage/v1api20230101"
 	storagev20230101 "github.com/cerulean/cerulean/api/storage/v20230101"
 	"github.com/cerulean/cerulean/internal/azure"
+	"github.com/cerulean/cerulean/internal/azure/armmetrics"
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/controller/controlplaneidentities"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
@@ -297,6 +298,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 	}
 	settings.TokenSource = opts.TokenSource
 	creds := credentials.NewResolver(mgr.GetClient(), settings)
+	// Every ARM client below is built from opts.ARM: one place to count their requests.
+	armmetrics.Register()
+	opts.ARM = armmetrics.With(opts.ARM)
 	writer := exports.NewKubeWriter(mgr.GetClient())
 	kv := &exports.KeyVaultWriter{Azure: opts.Azure, Options: opts.KeyVault}
 	for _, k := range armresource.Kinds() {
@@ -319,9 +323,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 		return err
 	}
 	// Credential Secrets stay while the objects that authenticate with them live.
-	guarded := []schema.GroupVersionKind{ceruleanv1alpha1.GroupVersion.WithKind("ControlPlaneIdentities")}
+	var armKinds []schema.GroupVersionKind
 	for _, k := range armresource.Kinds() {
-		guarded = append(guarded, k.GVK)
+		armKinds = append(armKinds, k.GVK)
+	}
+	guarded := append([]schema.GroupVersionKind{ceruleanv1alpha1.GroupVersion.WithKind("ControlPlaneIdentities")}, armKinds...)
+	if err := registerReady(mgr.GetCache(), armKinds); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
 	}
 	if err := credentials.SetupGuard(mgr, guarded); err != nil {
 		return fmt.Errorf("set up credential guard: %w", err)

@@ -2,7 +2,10 @@ package webhooks_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +79,14 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ml, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ml.Addr().String()
+	_ = ml.Close()
 	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{Scheme: podidentitytest.Scheme(t), WebhookServer: w.Server(),
-		Metrics: metricsserver.Options{BindAddress: "0"}})
+		Metrics: metricsserver.Options{BindAddress: metricsAddr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +103,8 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 		}
 	}()
 	webhooktest.WaitMutating(t, cp.RESTConfig, ns)
+	const series = `azwi_mutation_request_count{namespace="managed",service_name="webhook"}`
+	before := value(scrape(t, metricsAddr), series) // WaitMutating's probes count too
 
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{wi.UseLabel: "true"}}}
 	p.Spec.ServiceAccountName = "app"
@@ -108,6 +119,11 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 	}
 	if env[wi.ClientIDEnv] != "11111111-2222-3333-4444-555555555555" || env[wi.AuthorityHostEnv] != "https://127.0.0.1:1/" {
 		t.Errorf("pod env %v", env)
+	}
+	// The manager's metrics endpoint counts the mutation under upstream's name and labels.
+	body := scrape(t, metricsAddr)
+	if n := value(body, series) - before; n != 1 || !strings.Contains(body, "# TYPE azwi_mutation_request histogram") {
+		t.Errorf("%s grew by %v for one pod, want 1 (a histogram):\n%s", series, n, grepLines(body, "azwi_"))
 	}
 	cfg, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, wi.ConfigurationName, metav1.GetOptions{})
 	if err != nil {
@@ -335,4 +351,40 @@ func checkGrantAdmission(t *testing.T, rc *rest.Config) {
 	refused("a ResourceGroup with an export expression that does not compile", group(`self.status.location +`),
 		"ResourceGroup "+tenant+"/exported", "configMap expression 0 (out", "Syntax error")
 	admitted("a ResourceGroup with a good export expression", group(`self.status.location`))
+}
+
+// scrape reads a metrics endpoint over HTTP, as Prometheus does.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// value is a sample's value in a scrape, 0 when absent.
+func value(body, series string) float64 {
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }

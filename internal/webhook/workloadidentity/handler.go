@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -45,6 +46,7 @@ type Handler struct {
 
 // Setup registers the webhook at Path on the manager's webhook server.
 func Setup(mgr ctrl.Manager, cfg Config) error {
+	registerMetrics()
 	h := &Handler{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), Config: cfg}
 	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: h})
 	return nil
@@ -52,6 +54,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 
 // Handle mutates a labelled pod at creation; anything else is allowed unchanged.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	// Every request the API server sends is timed, as upstream does (its objectSelector sends
+	// only labelled pods).
+	start := time.Now()
+	defer func() { reportRequest(req.Namespace, time.Since(start)) }()
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" {
 		return admission.Allowed("not a pod creation")
 	}

@@ -1,0 +1,100 @@
+package manager_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+	"github.com/cerulean/cerulean/internal/manager"
+)
+
+// The manager's metrics endpoint serves ASO's ARM request series and the Ready gauge after real
+// traffic: a group ARM creates counts its PUT's 2xx, one ARM refuses counts the refusal's 409
+// (ASO counts a response of any status as "successful"), and the ResourceGroup kind reports
+// one Ready object. Nothing in the series names a subscription, a group or a secret.
+func TestManagerMetrics(t *testing.T) {
+	c := kube(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	ns := namespace(t, c)
+	addr := freeAddr(t)
+	startManagerOpts(t, manager.Options{Azure: azureConfig(az), SyncPeriod: time.Hour, PollInterval: 100 * time.Millisecond,
+		TargetNamespaces: []string{ns}, MetricsAddr: addr})
+
+	good := resourceGroup("metrics-rg", nil)
+	create(t, c, ns, good)
+	waitReady(t, c, good, time.Minute)
+	// The same Azure name in another location: ARM answers 409 InvalidResourceGroupLocation.
+	bad := obj(rgAPI, "ResourceGroup", "metrics-rg-elsewhere", map[string]any{"location": "eastus", "azureName": "metrics-rg"})
+	create(t, c, ns, bad)
+	eventually(t, time.Minute, "the conflicting group fails", func() (bool, string) {
+		st, _, reason, msg := ready(get(t, c, ns, bad.GetName(), bad))
+		return st == "False" && strings.Contains(msg, "InvalidResourceGroupLocation"), st + " " + reason + ": " + msg
+	})
+
+	const rgType = `resource="Microsoft.Resources/resourceGroups"`
+	var body string
+	eventually(t, time.Minute, "the series after the traffic", func() (bool, string) {
+		body = scrape(t, addr)
+		created := sample(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="201"`) +
+			sample(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="200"`)
+		refused := sample(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="409"`)
+		timed := sample(body, "azure_requests_time_seconds_count", rgType, `requestType="PUT"`)
+		readyRGs := sample(body, "azure_resources_ready", `group="resources.azure.com"`, `kind="ResourceGroup"`)
+		return created >= 1 && refused >= 1 && timed >= created+refused && readyRGs == 1,
+			fmt.Sprintf("PUT 2xx %v, PUT 409 %v, timed PUTs %v, Ready ResourceGroups %v", created, refused, timed, readyRGs)
+	})
+	if n := sample(body, "azure_failed_requests_total", rgType, `requestType="PUT"`); n != 0 {
+		t.Errorf("%v PUTs counted as unanswered; ARM answered each", n)
+	}
+	if !strings.Contains(body, "# TYPE azure_requests_time_seconds histogram") {
+		t.Error("azure_requests_time_seconds is not a histogram")
+	}
+	s := az.Settings()
+	for what, secret := range map[string]string{"client secret": s.ClientSecret, "subscription id": s.SubscriptionID, "group name": "metrics-rg"} {
+		if strings.Contains(body, secret) {
+			t.Errorf("the metrics name the %s", what)
+		}
+	}
+}
+
+// scrape reads the metrics endpoint over HTTP, as Prometheus does.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// sample sums the values of a series' samples whose labels include every one of labels
+// (Prometheus text format: name{a="x",b="y"} value).
+func sample(body, name string, labels ...string) float64 {
+	var sum float64
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		set, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		all := true
+		for _, l := range labels {
+			all = all && strings.Contains(","+set+",", ","+l+",")
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); all && err == nil {
+			sum += v
+		}
+	}
+	return sum
+}

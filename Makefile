@@ -56,7 +56,7 @@ up: build control-plane $(NODE_DEPS) azurite engines ## Run the whole system on 
 	$(BIN)/cerulean-local up --data-dir $(DATA_DIR) $(UP_FLAGS)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests run besides Go (Azure CLI, curl, jq, Node.js, ip, iptables, PostgreSQL, Redis from Debian; Debian's Node.js unpacked; first run only)
+test-deps: ## Install what the tests run besides Go (Azure CLI, curl, jq, Node.js, ip, iptables, PostgreSQL, Redis, Chromium from Debian; Debian's Node.js unpacked; first run only)
 	hack/install-test-deps.sh
 	hack/install-debian-node.sh
 	hack/install-azurite.sh

@@ -2,10 +2,8 @@ package csiprovider_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 	"sigs.k8s.io/secrets-store-csi-driver/provider/v1alpha1"
 
 	"github.com/cerulean/cerulean/internal/csiprovider"
+	"github.com/cerulean/cerulean/internal/metricstest"
 )
 
 // After real mounts, the provider's metrics endpoint has the upstream provider's series with
@@ -41,7 +40,7 @@ func TestMetricsAfterMounts(t *testing.T) {
 		present = `object_name="metrics-secret"`
 		absent  = `object_name="metrics-absent"`
 	)
-	before := scrapeProvider(t, srv.URL)
+	before := scrape(t, srv.URL)
 	params := func(objs string) map[string]string {
 		return map[string]string{"clientID": *id.Properties.ClientID, csiprovider.AttrSATokens: e.saTokens(t, "default", "metrics"), "objects": objs}
 	}
@@ -52,7 +51,7 @@ func TestMetricsAfterMounts(t *testing.T) {
 	}
 	_, err := e.mount(t, e.request(t, params(objects("objectName: metrics-absent")), "metrics-2", nil))
 	wantStatus(t, err, codes.NotFound, "SecretNotFound")
-	after := scrapeProvider(t, srv.URL)
+	after := scrape(t, srv.URL)
 
 	for _, c := range []struct {
 		series string
@@ -65,7 +64,7 @@ func TestMetricsAfterMounts(t *testing.T) {
 		{"grpc_request_count", []string{`grpc_code="NotFound"`, mount}, 1},
 	} {
 		labels := append(c.labels, strings.Split(upstrm, ",")...)
-		if got := sumSeries(after, c.series, labels...) - sumSeries(before, c.series, labels...); got != c.want {
+		if got := metricstest.Sum(after, c.series, labels...) - metricstest.Sum(before, c.series, labels...); got != c.want {
 			t.Errorf("%s%v grew by %v, want %v\n%s", c.series, c.labels, got, c.want, after)
 		}
 	}
@@ -77,44 +76,6 @@ func TestMetricsAfterMounts(t *testing.T) {
 	if strings.Contains(after, "m3trics-value") {
 		t.Error("the metrics hold a secret's value")
 	}
-}
-
-func scrapeProvider(t *testing.T, url string) string {
-	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// sumSeries adds the samples of a series whose labels include every one of labels.
-func sumSeries(body, name string, labels ...string) float64 {
-	var sum float64
-	for _, line := range strings.Split(body, "\n") {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		if !ok {
-			continue
-		}
-		set, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		all := true
-		for _, l := range labels {
-			all = all && strings.Contains(","+set+",", ","+l+",")
-		}
-		if v, err := strconv.ParseFloat(value, 64); all && err == nil {
-			sum += v
-		}
-	}
-	return sum
 }
 
 // Run serves /metrics on Options.MetricsAddr, where `cerulean csi-provider --metrics-addr` puts
@@ -155,12 +116,12 @@ func TestRunServesMetrics(t *testing.T) {
 	}
 	defer conn.Close()
 	const version = `grpc_request_count{grpc_code="OK",grpc_message="",grpc_method="/v1alpha1.CSIDriverProvider/Version",os_type="linux",provider="azure"}`
-	before := sumSeries(scrapeProvider(t, "http://"+addr), "grpc_request_count", `grpc_method="/v1alpha1.CSIDriverProvider/Version"`, `grpc_code="OK"`)
+	before := metricstest.Sum(scrape(t, "http://"+addr), "grpc_request_count", `grpc_method="/v1alpha1.CSIDriverProvider/Version"`, `grpc_code="OK"`)
 	if _, err := v1alpha1.NewCSIDriverProviderClient(conn).Version(t.Context(), &v1alpha1.VersionRequest{Version: "v1alpha1"}); err != nil {
 		t.Fatal(err)
 	}
-	body := scrapeProvider(t, "http://"+addr)
-	if got := sumSeries(body, "grpc_request_count", `grpc_method="/v1alpha1.CSIDriverProvider/Version"`, `grpc_code="OK"`) - before; got != 1 || !strings.Contains(body, version) {
+	body := scrape(t, "http://"+addr)
+	if got := metricstest.Sum(body, "grpc_request_count", `grpc_method="/v1alpha1.CSIDriverProvider/Version"`, `grpc_code="OK"`) - before; got != 1 || !strings.Contains(body, version) {
 		t.Errorf("Version calls grew by %v, want 1 as %s:\n%s", got, version, body)
 	}
 }
@@ -175,10 +136,10 @@ func TestMetricsCacheHitsAndMisses(t *testing.T) {
 	srv := httptest.NewServer(csiprovider.MetricsHandler())
 	t.Cleanup(srv.Close)
 	counts := func() (hits, misses, gets float64) {
-		b := scrapeProvider(t, srv.URL)
-		return sumSeries(b, "keyvault_cache_lookups_total", `result="hit"`, `provider="azure"`),
-			sumSeries(b, "keyvault_cache_lookups_total", `result="miss"`, `provider="azure"`),
-			sumSeries(b, "keyvault_request_count", `object_name="cached-secret"`)
+		b := scrape(t, srv.URL)
+		return metricstest.Sum(b, "keyvault_cache_lookups_total", `result="hit"`, `provider="azure"`),
+			metricstest.Sum(b, "keyvault_cache_lookups_total", `result="miss"`, `provider="azure"`),
+			metricstest.Sum(b, "keyvault_request_count", `object_name="cached-secret"`)
 	}
 	h0, m0, g0 := counts()
 	for i := range 2 {
@@ -192,4 +153,13 @@ func TestMetricsCacheHitsAndMisses(t *testing.T) {
 	if h-h0 != 1 || m-m0 != 1 || g-g0 != 1 {
 		t.Errorf("two mounts of one object: %v hits, %v misses, %v Key Vault GETs; want 1, 1, 1", h-h0, m-m0, g-g0)
 	}
+}
+
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	body, err := metricstest.Scrape(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }

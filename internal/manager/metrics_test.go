@@ -2,9 +2,6 @@ package manager_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +9,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/manager"
+	"github.com/cerulean/cerulean/internal/metricstest"
 )
 
 // The manager's metrics endpoint serves ASO's ARM request series and the Ready gauge after real
@@ -40,16 +38,16 @@ func TestManagerMetrics(t *testing.T) {
 	const rgType = `resource="Microsoft.Resources/resourceGroups"`
 	var body string
 	eventually(t, time.Minute, "the series after the traffic", func() (bool, string) {
-		body = scrape(t, addr)
-		created := sample(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="201"`) +
-			sample(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="200"`)
-		refused := sample(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="409"`)
-		timed := sample(body, "azure_requests_time_seconds_count", rgType, `requestType="PUT"`)
-		readyRGs := sample(body, "azure_resources_ready", `group="resources.azure.com"`, `kind="ResourceGroup"`)
+		body, _ = metricstest.Scrape("http://" + addr) // retried until the series are there
+		created := metricstest.Sum(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="201"`) +
+			metricstest.Sum(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="200"`)
+		refused := metricstest.Sum(body, "azure_successful_requests_total", rgType, `requestType="PUT"`, `responseCode="409"`)
+		timed := metricstest.Sum(body, "azure_requests_time_seconds_count", rgType, `requestType="PUT"`)
+		readyRGs := metricstest.Sum(body, "azure_resources_ready", `group="resources.azure.com"`, `kind="ResourceGroup"`)
 		return created >= 1 && refused >= 1 && timed >= created+refused && readyRGs == 1,
 			fmt.Sprintf("PUT 2xx %v, PUT 409 %v, timed PUTs %v, Ready ResourceGroups %v", created, refused, timed, readyRGs)
 	})
-	if n := sample(body, "azure_failed_requests_total", rgType, `requestType="PUT"`); n != 0 {
+	if n := metricstest.Sum(body, "azure_failed_requests_total", rgType, `requestType="PUT"`); n != 0 {
 		t.Errorf("%v PUTs counted as unanswered; ARM answered each", n)
 	}
 	if !strings.Contains(body, "# TYPE azure_requests_time_seconds histogram") {
@@ -61,40 +59,4 @@ func TestManagerMetrics(t *testing.T) {
 			t.Errorf("the metrics name the %s", what)
 		}
 	}
-}
-
-// scrape reads the metrics endpoint over HTTP, as Prometheus does.
-func scrape(t *testing.T, addr string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
-// sample sums the values of a series' samples whose labels include every one of labels
-// (Prometheus text format: name{a="x",b="y"} value).
-func sample(body, name string, labels ...string) float64 {
-	var sum float64
-	for _, line := range strings.Split(body, "\n") {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		if !ok {
-			continue
-		}
-		set, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		all := true
-		for _, l := range labels {
-			all = all && strings.Contains(","+set+",", ","+l+",")
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); all && err == nil {
-			sum += v
-		}
-	}
-	return sum
 }

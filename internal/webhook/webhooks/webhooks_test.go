@@ -2,10 +2,7 @@ package webhooks_test
 
 import (
 	"context"
-	"io"
 	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +24,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/manager"
+	"github.com/cerulean/cerulean/internal/metricstest"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	"github.com/cerulean/cerulean/internal/webhook/webhooktest"
@@ -103,8 +101,16 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 		}
 	}()
 	webhooktest.WaitMutating(t, cp.RESTConfig, ns)
-	const series = `azwi_mutation_request_count{namespace="managed",service_name="webhook"}`
-	before := value(scrape(t, metricsAddr), series) // WaitMutating's probes count too
+	const series = "azwi_mutation_request_count"
+	labels := []string{`namespace="managed"`, `service_name="webhook"`}
+	scrape := func() string {
+		body, err := metricstest.Scrape("http://" + metricsAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	before := metricstest.Sum(scrape(), series, labels...) // WaitMutating's probes count too
 
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: map[string]string{wi.UseLabel: "true"}}}
 	p.Spec.ServiceAccountName = "app"
@@ -121,8 +127,8 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 		t.Errorf("pod env %v", env)
 	}
 	// The manager's metrics endpoint counts the mutation under upstream's name and labels.
-	body := scrape(t, metricsAddr)
-	if n := value(body, series) - before; n != 1 || !strings.Contains(body, "# TYPE azwi_mutation_request histogram") {
+	body := scrape()
+	if n := metricstest.Sum(body, series, labels...) - before; n != 1 || !strings.Contains(body, "# TYPE azwi_mutation_request histogram") {
 		t.Errorf("%s grew by %v for one pod, want 1 (a histogram):\n%s", series, n, grepLines(body, "azwi_"))
 	}
 	cfg, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, wi.ConfigurationName, metav1.GetOptions{})
@@ -353,21 +359,6 @@ func checkGrantAdmission(t *testing.T, rc *rest.Config) {
 	admitted("a ResourceGroup with a good export expression", group(`self.status.location`))
 }
 
-// scrape reads a metrics endpoint over HTTP, as Prometheus does.
-func scrape(t *testing.T, addr string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func grepLines(s, prefix string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
@@ -376,15 +367,4 @@ func grepLines(s, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// value is a sample's value in a scrape, 0 when absent.
-func value(body, series string) float64 {
-	for _, l := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return 0
 }

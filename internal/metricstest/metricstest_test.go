@@ -1,0 +1,30 @@
+package metricstest_test
+
+import (
+	"testing"
+
+	"github.com/cerulean/cerulean/internal/metricstest"
+)
+
+func TestSumMatchesEveryLabelGiven(t *testing.T) {
+	body := `# TYPE reqs counter
+reqs{code="200",verb="GET"} 3
+reqs{code="200",verb="PUT"} 2
+reqs{code="409",verb="PUT"} 1
+reqs_total{code="200"} 100
+`
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{nil, 6},
+		{[]string{`code="200"`}, 5},
+		{[]string{`code="200"`, `verb="PUT"`}, 2},
+		{[]string{`verb="POST"`}, 0},
+		{[]string{`code="20"`}, 0}, // a whole label, not a prefix
+	} {
+		if got := metricstest.Sum(body, "reqs", c.labels...); got != c.want {
+			t.Errorf("Sum(reqs, %v) = %v, want %v", c.labels, got, c.want)
+		}
+	}
+}

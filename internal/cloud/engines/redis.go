@@ -90,31 +90,8 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 	if err != nil {
 		return RedisAddrs{}, err
 	}
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, s.o.CA.PEM(), 0o644); err != nil { //nolint:gosec // the CA certificate is public
-		return RedisAddrs{}, err
-	}
-	conf := strings.Join([]string{
-		"bind 127.0.0.1",
-		"port " + strconv.Itoa(innerPlain),
-		"tls-port " + strconv.Itoa(innerTLS),
-		"tls-cert-file " + certFile,
-		"tls-key-file " + keyFile,
-		"tls-ca-cert-file " + caFile,
-		"tls-auth-clients no",
-		"tls-protocols \"TLSv1.2 TLSv1.3\"",
-		"dir " + data,
-		"appendonly yes",
-		"appendfsync always",
-		`save ""`,
-		"daemonize no",
-		"logfile \"\"",
-		"loglevel warning",
-		"user default on " + ">" + c.Keys[0] + " >" + c.Keys[1] + " ~* &* +@all",
-		"",
-	}, "\n")
-	confFile := filepath.Join(dir, "redis.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+	confFile, err := s.writeRedisConf(dir, certFile, keyFile, innerPlain, innerTLS, c.Keys)
+	if err != nil {
 		return RedisAddrs{}, err
 	}
 	if err := acct.own(dir); err != nil {
@@ -161,6 +138,41 @@ func (s *Supervisor) StartRedis(ctx context.Context, c RedisCache) (RedisAddrs, 
 	}
 	s.log.InfoContext(ctx, "Started Redis", "cache", c.Name, "tls", p.tls.String())
 	return RedisAddrs{TLS: p.tls, Plain: p.addr}, nil
+}
+
+// writeRedisConf writes redis-server's configuration under dir: loopback only on its own
+// ports (the fronts face clients), TLS with the cache's certificate, every write fsynced, and the
+// default user with the cache's two keys. It returns the file's path.
+func (s *Supervisor) writeRedisConf(dir, certFile, keyFile string, innerPlain, innerTLS int, keys [2]string) (string, error) {
+	data := filepath.Join(dir, "data")
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, s.o.CA.PEM(), 0o644); err != nil { //nolint:gosec // the CA certificate is public
+		return "", err
+	}
+	conf := strings.Join([]string{
+		"bind 127.0.0.1",
+		"port " + strconv.Itoa(innerPlain),
+		"tls-port " + strconv.Itoa(innerTLS),
+		"tls-cert-file " + certFile,
+		"tls-key-file " + keyFile,
+		"tls-ca-cert-file " + caFile,
+		"tls-auth-clients no",
+		"tls-protocols \"TLSv1.2 TLSv1.3\"",
+		"dir " + data,
+		"appendonly yes",
+		"appendfsync always",
+		`save ""`,
+		"daemonize no",
+		"logfile \"\"",
+		"loglevel warning",
+		"user default on " + ">" + keys[0] + " >" + keys[1] + " ~* &* +@all",
+		"",
+	}, "\n")
+	confFile := filepath.Join(dir, "redis.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		return "", err
+	}
+	return confFile, nil
 }
 
 // redisDo runs one command over TLS as the default user with key, on redis-server's own port

@@ -24,82 +24,98 @@ const accountActions = "Microsoft.Storage/storageAccounts/"
 func classify(r *http.Request, service string) op {
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	container, object, _ := strings.Cut(path, "/")
-	q := r.URL.Query()
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch service {
 	case "blob":
-		base := "blobServices/containers"
-		o := op{container: container, object: object}
-		switch {
-		case container == "":
-			o.level, o.scope = 's', ""
-			o.action, o.perms = base+"/read", "rl"
-			if !read {
-				o.action, o.perms = "blobServices/write", "w"
-			}
-		case object == "":
-			o.level, o.scope = 'c', "/blobServices/default/containers/"+container
-			switch {
-			case q.Get("comp") == "list":
-				o.action, o.data, o.perms = base+"/blobs/read", true, "l"
-			case read:
-				o.action, o.perms = base+"/read", "r"
-			case r.Method == http.MethodDelete:
-				o.action, o.perms = base+"/delete", "d"
-			default:
-				o.action, o.perms = base+"/write", "wc"
-			}
-		default:
-			o.level, o.scope, o.data = 'o', "/blobServices/default/containers/"+container, true
-			switch {
-			case read:
-				o.action, o.perms = base+"/blobs/read", "r"
-			case r.Method == http.MethodDelete:
-				o.action, o.perms = base+"/blobs/delete", "d"
-			default:
-				o.action, o.perms = base+"/blobs/write", "wca"
-			}
-		}
-		return o
+		return classifyBlob(r, container, object, read)
 	case "queue":
-		base := "queueServices/queues"
-		o := op{container: container, object: object}
-		switch {
-		case container == "":
-			o.level, o.action, o.perms = 's', base+"/read", "rl"
-			if !read {
-				o.action, o.perms = "queueServices/write", "w"
-			}
-		case object == "":
-			o.level, o.scope = 'c', "/queueServices/default/queues/"+container
-			switch {
-			case read:
-				o.action, o.perms = base+"/read", "r"
-			case r.Method == http.MethodDelete:
-				o.action, o.perms = base+"/delete", "d"
-			default:
-				o.action, o.perms = base+"/write", "wc"
-			}
-		default:
-			o.level, o.scope, o.data = 'o', "/queueServices/default/queues/"+container, true
-			switch {
-			case read && q.Get("peekonly") == "true":
-				o.action, o.perms = base+"/messages/read", "r"
-			case read:
-				o.action, o.perms = base+"/messages/process/action", "p"
-			case r.Method == http.MethodPost:
-				o.action, o.perms = base+"/messages/add/action", "a"
-			case r.Method == http.MethodDelete && q.Get("popreceipt") != "":
-				o.action, o.perms = base+"/messages/process/action", "p"
-			case r.Method == http.MethodDelete:
-				o.action, o.perms = base+"/messages/delete", "d"
-			default:
-				o.action, o.perms = base+"/messages/write", "u"
-			}
-		}
-		return o
+		return classifyQueue(r, container, object, read)
 	}
-	// table: /Tables, /Tables('name'), /name(...), /name, /$batch
+	return classifyTable(r, container, read)
+}
+
+// classifyBlob is classify for the blob service: the account, a container or a blob.
+func classifyBlob(r *http.Request, container, object string, read bool) op {
+	q := r.URL.Query()
+	base := "blobServices/containers"
+	o := op{container: container, object: object}
+	switch {
+	case container == "":
+		o.level, o.scope = 's', ""
+		o.action, o.perms = base+"/read", "rl"
+		if !read {
+			o.action, o.perms = "blobServices/write", "w"
+		}
+	case object == "":
+		o.level, o.scope = 'c', "/blobServices/default/containers/"+container
+		switch {
+		case q.Get("comp") == "list":
+			o.action, o.data, o.perms = base+"/blobs/read", true, "l"
+		case read:
+			o.action, o.perms = base+"/read", "r"
+		case r.Method == http.MethodDelete:
+			o.action, o.perms = base+"/delete", "d"
+		default:
+			o.action, o.perms = base+"/write", "wc"
+		}
+	default:
+		o.level, o.scope, o.data = 'o', "/blobServices/default/containers/"+container, true
+		switch {
+		case read:
+			o.action, o.perms = base+"/blobs/read", "r"
+		case r.Method == http.MethodDelete:
+			o.action, o.perms = base+"/blobs/delete", "d"
+		default:
+			o.action, o.perms = base+"/blobs/write", "wca"
+		}
+	}
+	return o
+}
+
+// classifyQueue is classify for the queue service: the account, a queue or its messages.
+func classifyQueue(r *http.Request, container, object string, read bool) op {
+	q := r.URL.Query()
+	base := "queueServices/queues"
+	o := op{container: container, object: object}
+	switch {
+	case container == "":
+		o.level, o.action, o.perms = 's', base+"/read", "rl"
+		if !read {
+			o.action, o.perms = "queueServices/write", "w"
+		}
+	case object == "":
+		o.level, o.scope = 'c', "/queueServices/default/queues/"+container
+		switch {
+		case read:
+			o.action, o.perms = base+"/read", "r"
+		case r.Method == http.MethodDelete:
+			o.action, o.perms = base+"/delete", "d"
+		default:
+			o.action, o.perms = base+"/write", "wc"
+		}
+	default:
+		o.level, o.scope, o.data = 'o', "/queueServices/default/queues/"+container, true
+		switch {
+		case read && q.Get("peekonly") == "true":
+			o.action, o.perms = base+"/messages/read", "r"
+		case read:
+			o.action, o.perms = base+"/messages/process/action", "p"
+		case r.Method == http.MethodPost:
+			o.action, o.perms = base+"/messages/add/action", "a"
+		case r.Method == http.MethodDelete && q.Get("popreceipt") != "":
+			o.action, o.perms = base+"/messages/process/action", "p"
+		case r.Method == http.MethodDelete:
+			o.action, o.perms = base+"/messages/delete", "d"
+		default:
+			o.action, o.perms = base+"/messages/write", "u"
+		}
+	}
+	return o
+}
+
+// classifyTable is classify for the table service: /Tables, /Tables('name'), /name(...), /name,
+// /$batch.
+func classifyTable(r *http.Request, container string, read bool) op {
 	base := "tableServices/tables"
 	name := container
 	if i := strings.IndexByte(name, '('); i >= 0 {

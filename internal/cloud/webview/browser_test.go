@@ -3,13 +3,8 @@ package webview_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -26,8 +20,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 	"github.com/chromedp/chromedp"
-	"github.com/go-jose/go-jose/v4"
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud"
@@ -36,51 +28,6 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/webview"
 	"github.com/cerulean/cerulean/internal/testenv"
 )
-
-const exchangeAudience = "api://AzureADTokenExchange"
-
-// issuer is a Kubernetes-like OIDC issuer whose tokens the test exchanges.
-type issuer struct {
-	srv *httptest.Server
-	key *rsa.PrivateKey
-}
-
-func newIssuer(t *testing.T) *issuer {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &issuer{key: key}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/jwks",
-			"response_types_supported": []string{"id_token"}, "id_token_signing_alg_values_supported": []string{"RS256"}})
-	})
-	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
-	})
-	is.srv = httptest.NewTLSServer(mux)
-	t.Cleanup(is.srv.Close)
-	return is
-}
-
-func (is *issuer) caPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})
-}
-
-func (is *issuer) token(t *testing.T, sub string) string {
-	t.Helper()
-	now := time.Now()
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": is.srv.URL, "sub": sub, "aud": []string{exchangeAudience},
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()})
-	tok.Header["kid"] = "k1"
-	raw, err := tok.SignedString(is.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
 
 // browser starts headless Chromium (Debian's package) for the test.
 func browser(t *testing.T) context.Context {
@@ -110,8 +57,8 @@ type page struct{ name, html string }
 // federated exchange and role assignments made through ARM with the Azure SDK.
 func TestWebViewInBrowser(t *testing.T) {
 	bctx := browser(t)
-	is := newIssuer(t)
-	c := cloudtest.Start(t, cloud.Options{TrustCAs: [][]byte{is.caPEM()}, ARM: cloudtest.FastARM()})
+	is := cloudtest.NewIssuer(t)
+	c := cloudtest.Start(t, cloud.Options{TrustCAs: [][]byte{is.CAPEM()}, ARM: cloudtest.FastARM()})
 	s := c.Settings()
 	owner, opts := cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c)
 	ctx := t.Context()
@@ -133,7 +80,7 @@ func TestWebViewInBrowser(t *testing.T) {
 	}
 	const subject = "system:serviceaccount:shop:app"
 	if _, err := fics.CreateOrUpdate(ctx, "shop-rg", "shop-app", "k8s", armmsi.FederatedIdentityCredential{Properties: &armmsi.FederatedIdentityCredentialProperties{
-		Issuer: to.Ptr(is.srv.URL), Subject: to.Ptr(subject), Audiences: []*string{to.Ptr(exchangeAudience)}}}, nil); err != nil {
+		Issuer: to.Ptr(is.URL()), Subject: to.Ptr(subject), Audiences: []*string{to.Ptr(cloudtest.ExchangeAudience)}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ras, err := armauthorization.NewRoleAssignmentsClient(s.SubscriptionID, owner, opts)
@@ -149,7 +96,7 @@ func TestWebViewInBrowser(t *testing.T) {
 
 	// A pod of the wrong service account tries the exchange: refused.
 	const wrongSubject = "system:serviceaccount:shop:intruder"
-	assertion := is.token(t, wrongSubject)
+	assertion := is.Token(t, wrongSubject)
 	cred, err := azidentity.NewClientAssertionCredential(s.TenantID, clientID, func(context.Context) (string, error) { return assertion, nil },
 		&azidentity.ClientAssertionCredentialOptions{ClientOptions: cloudtest.NoRetry(c), DisableInstanceDiscovery: true})
 	if err != nil {
@@ -229,7 +176,7 @@ func TestWebViewInBrowser(t *testing.T) {
 	}
 
 	idPage := visit("identity", "/identity?clientId="+clientID)
-	for _, want := range []string{"k8s", is.srv.URL, subject, exchangeAudience, "Reader", rgID} {
+	for _, want := range []string{"k8s", is.URL(), subject, cloudtest.ExchangeAudience, "Reader", rgID} {
 		if !strings.Contains(idPage, want) {
 			t.Errorf("identity page lacks %q", want)
 		}

@@ -1,24 +1,16 @@
 package integration_test
 
 import (
-	"context"
-	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
-	"github.com/go-jose/go-jose/v4"
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
@@ -155,51 +147,3 @@ func (e *env) rgID(name string) string {
 func (e *env) roleDefID(role string) string {
 	return "/subscriptions/" + e.s.SubscriptionID + "/providers/Microsoft.Authorization/roleDefinitions/" + role
 }
-
-// issuer is a test OIDC issuer over HTTPS on 127.0.0.1, like a Kubernetes service-account issuer.
-type issuer struct {
-	srv *httptest.Server
-	key *rsa.PrivateKey
-}
-
-func newIssuer(t *testing.T) *issuer {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &issuer{key: key}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/openid/v1/jwks",
-			"response_types_supported": []string{"id_token"}, "id_token_signing_alg_values_supported": []string{"RS256"}})
-	})
-	mux.HandleFunc("GET /openid/v1/jwks", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
-	})
-	is.srv = httptest.NewTLSServer(mux)
-	t.Cleanup(is.srv.Close)
-	return is
-}
-
-func (is *issuer) caPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})
-}
-
-// token makes a service-account-like token for sub.
-func (is *issuer) token(t *testing.T, sub string) string {
-	t.Helper()
-	now := time.Now()
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
-		"iss": is.srv.URL, "sub": sub, "aud": []string{exchangeAudience},
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(),
-	})
-	tok.Header["kid"] = "k1"
-	raw, err := tok.SignedString(is.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
-var _ = context.Background

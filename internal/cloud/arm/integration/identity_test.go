@@ -164,8 +164,8 @@ func TestFederatedIdentityCredentials(t *testing.T) {
 // TestManagedIdentityTokenThroughFederation: an identity made through ARM gets a token with a
 // federated credential made through ARM, is denied, and is allowed once a role is assigned.
 func TestManagedIdentityTokenThroughFederation(t *testing.T) {
-	is := newIssuer(t)
-	e := start(t, is.caPEM())
+	is := cloudtest.NewIssuer(t)
+	e := start(t, is.CAPEM())
 	admin := e.clients(t, e.cred)
 	ctx := t.Context()
 	if _, err := admin.groups.CreateOrUpdate(ctx, "rg", armresources.ResourceGroup{Location: ptr("eastus")}, nil); err != nil {
@@ -177,7 +177,7 @@ func TestManagedIdentityTokenThroughFederation(t *testing.T) {
 	}
 	const subject = "system:serviceaccount:default:workload"
 	cred, err := azidentity.NewClientAssertionCredential(e.s.TenantID, *mi.Properties.ClientID,
-		func(context.Context) (string, error) { return is.token(t, subject), nil },
+		func(context.Context) (string, error) { return is.Token(t, subject), nil },
 		&azidentity.ClientAssertionCredentialOptions{ClientOptions: e.c.ClientOptions(), DisableInstanceDiscovery: true})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestManagedIdentityTokenThroughFederation(t *testing.T) {
 		t.Fatal("token without a federated credential")
 	}
 	if _, err := admin.fics.CreateOrUpdate(ctx, "rg", "workload", "k8s", armmsi.FederatedIdentityCredential{Properties: &armmsi.FederatedIdentityCredentialProperties{
-		Issuer: ptr(is.srv.URL), Subject: ptr(subject), Audiences: []*string{ptr(exchangeAudience)},
+		Issuer: ptr(is.URL()), Subject: ptr(subject), Audiences: []*string{ptr(exchangeAudience)},
 	}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestManagedIdentityTokenThroughFederation(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh, _ := azidentity.NewClientAssertionCredential(e.s.TenantID, *mi.Properties.ClientID,
-		func(context.Context) (string, error) { return is.token(t, subject), nil },
+		func(context.Context) (string, error) { return is.Token(t, subject), nil },
 		&azidentity.ClientAssertionCredentialOptions{ClientOptions: e.c.ClientOptions(), DisableInstanceDiscovery: true})
 	if _, err := fresh.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{armScope}}); err == nil {
 		t.Fatal("token after the credential was deleted")

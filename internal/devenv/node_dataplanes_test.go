@@ -3,7 +3,6 @@ package devenv_test
 import (
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -88,13 +87,7 @@ func TestPodReachesDataPlanesUnderAzureNames(t *testing.T) {
 
 	const ns = "dataplanes"
 	createNamespace(t, cs, ns)
-	ca, err := os.ReadFile(s.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cloud-ca"}, Data: map[string]string{"ca.crt": string(ca)}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	publishCloudCA(t, cs, ns, s.CAFile)
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "conn"}, StringData: map[string]string{
 		"PGPASSWORD": password,
 		// The key is base64: '/' and '+' must be escaped in a URL's userinfo.
@@ -105,20 +98,18 @@ func TestPodReachesDataPlanesUnderAzureNames(t *testing.T) {
 	dialPod := func(name string, redis bool) *corev1.Pod {
 		pod := testPod(name, "dial")
 		pod.Namespace = ns
-		pod.Spec.Volumes = []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cloud-ca"}}}}}
 		app := &pod.Spec.Containers[0]
-		app.VolumeMounts = []corev1.VolumeMount{{Name: "ca", MountPath: "/ca"}}
 		secret := func(key string) *corev1.EnvVarSource {
 			return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "conn"}, Key: key}}
 		}
 		app.Env = []corev1.EnvVar{
 			{Name: "PG_DSN", Value: "host=" + pgName + ".postgres.database.azure.com user=appadmin dbname=postgres sslmode=verify-full"},
 			{Name: "PGPASSWORD", ValueFrom: secret("PGPASSWORD")},
-			{Name: "SSL_CERT_FILE", Value: "/ca/ca.crt"},
 		}
 		if redis {
 			app.Env = append(app.Env, corev1.EnvVar{Name: "REDIS_URL", ValueFrom: secret("REDIS_URL")})
 		}
+		trustCloudCA(pod)
 		return pod
 	}
 

@@ -33,6 +33,29 @@ func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(t.Context(), name, metav1.DeleteOptions{}) })
 }
 
+// publishCloudCA writes the cloud's CA to ConfigMap cloud-ca in ns, as `up` does in default.
+func publishCloudCA(t *testing.T, cs kubernetes.Interface, ns, caFile string) {
+	t.Helper()
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cloud-ca"}, Data: map[string]string{"ca.crt": string(ca)}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trustCloudCA mounts ConfigMap cloud-ca into the pod's first container and names it in
+// SSL_CERT_FILE: all a pod needs to reach the cloud under Azure's names.
+func trustCloudCA(pod *corev1.Pod) {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cloud-ca"}}}})
+	app := &pod.Spec.Containers[0]
+	app.VolumeMounts = append(app.VolumeMounts, corev1.VolumeMount{Name: "ca", MountPath: "/ca"})
+	app.Env = append(app.Env, corev1.EnvVar{Name: "SSL_CERT_FILE", Value: "/ca/ca.crt"})
+}
+
 // runToEnd runs a test-app pod to its end and returns its output; it fails the test unless the
 // pod succeeded.
 func runToEnd(t *testing.T, cs kubernetes.Interface, cp *devenv.ControlPlane, pod *corev1.Pod) string {
@@ -190,13 +213,7 @@ func TestPodReadsKeyVaultSecretUnderAzureNames(t *testing.T) {
 
 	const ns = "azure-names"
 	createNamespace(t, cs, ns)
-	ca, err := os.ReadFile(s.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cloud-ca"}, Data: map[string]string{"ca.crt": string(ca)}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	publishCloudCA(t, cs, ns, s.CAFile)
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sp"}, StringData: map[string]string{
 		"AZURE_TENANT_ID": s.TenantID, "AZURE_CLIENT_ID": s.ClientID, "AZURE_CLIENT_SECRET": s.ClientSecret,
 	}}, metav1.CreateOptions{}); err != nil {
@@ -204,15 +221,13 @@ func TestPodReadsKeyVaultSecretUnderAzureNames(t *testing.T) {
 	}
 	pod := testPod("reader")
 	pod.Namespace = ns
-	pod.Spec.Volumes = []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cloud-ca"}}}}}
 	app := &pod.Spec.Containers[0]
-	app.VolumeMounts = []corev1.VolumeMount{{Name: "ca", MountPath: "/ca"}}
 	app.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "sp"}}}}
 	app.Env = []corev1.EnvVar{
 		{Name: "VAULT_URL", Value: "https://" + vaultName + ".vault.azure.net/"},
 		{Name: "SECRET_NAME", Value: "db-password"},
-		{Name: "SSL_CERT_FILE", Value: "/ca/ca.crt"},
 	}
+	trustCloudCA(pod)
 	out := runToEnd(t, cs, cp, pod)
 	if !strings.HasPrefix(out, "read secret db-password version ") {
 		t.Fatalf("the pod read %q", out)

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/cerulean/cerulean/internal/controller/armresource"
+	"github.com/cerulean/cerulean/internal/controller/exports"
 )
 
 // Every Azure object of the app sample is of a kind the manager reconciles, at a version it
@@ -22,11 +24,31 @@ func TestAppSampleKindsAreServed(t *testing.T) {
 	for _, k := range armresource.Kinds() {
 		served[k.GVK.GroupVersion().String()+"/"+k.GVK.Kind] = true
 	}
+	objs := appSample(t)
+	names := map[string]bool{}
+	for _, u := range objs {
+		names[u.GetName()] = true
+	}
+	for _, u := range objs {
+		if !strings.HasSuffix(u.GroupVersionKind().Group, ".azure.com") {
+			continue
+		}
+		if !served[u.GetAPIVersion()+"/"+u.GetKind()] {
+			t.Errorf("%s %s: %s is not served", u.GetKind(), u.GetName(), u.GetAPIVersion())
+		}
+		if owner, ok, _ := unstructured.NestedString(u.Object, "spec", "owner", "name"); ok && !names[owner] {
+			t.Errorf("%s %s: owner %s is not in the sample", u.GetKind(), u.GetName(), owner)
+		}
+	}
+}
+
+// appSample is every object of the app sample, in file order.
+func appSample(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
 	files, _ := filepath.Glob("samples/app/*.yaml")
 	if len(files) == 0 {
 		t.Fatal("no app sample")
 	}
-	names := map[string]bool{}
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -41,22 +63,50 @@ func TestAppSampleKindsAreServed(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			if len(u.Object) == 0 {
-				continue
+			if len(u.Object) != 0 {
+				objs = append(objs, u)
 			}
-			objs = append(objs, u)
-			names[u.GetName()] = true
 		}
 	}
-	for _, u := range objs {
-		if !strings.HasSuffix(u.GroupVersionKind().Group, ".azure.com") {
-			continue
+	return objs
+}
+
+// The Redis URL the sample's expression writes carries any access key whole: keys are base64, and
+// an unescaped "/" ended the URL's authority, so go-redis refused about every other key.
+func TestAppSampleRedisURLCarriesAnyKey(t *testing.T) {
+	var cache *unstructured.Unstructured
+	for _, u := range appSample(t) {
+		if u.GetKind() == "Redis" {
+			cache = u
 		}
-		if !served[u.GetAPIVersion()+"/"+u.GetKind()] {
-			t.Errorf("%s %s: %s is not served", u.GetKind(), u.GetName(), u.GetAPIVersion())
+	}
+	if cache == nil {
+		t.Fatal("no Redis in the app sample")
+	}
+	exprs, _, _ := unstructured.NestedSlice(cache.Object, "spec", "operatorSpec", "secretExpressions")
+	var url string
+	for _, e := range exprs {
+		if m := e.(map[string]any); m["key"] == "url" {
+			url = m["value"].(string)
 		}
-		if owner, ok, _ := unstructured.NestedString(u.Object, "spec", "owner", "name"); ok && !names[owner] {
-			t.Errorf("%s %s: owner %s is not in the sample", u.GetKind(), u.GetName(), owner)
+	}
+	if url == "" {
+		t.Fatal("the Redis has no secret expression for url")
+	}
+	obj := cache.DeepCopy().Object
+	obj["status"] = map[string]any{"hostName": "shop-cache.redis.cache.windows.net", "sslPort": int64(6380)}
+	for _, key := range []string{"ab/cd+ef/gh==", "+/+/", "plainKEY0123456789="} {
+		got, err := exports.EvaluateWith(obj, map[string]string{"primaryKey": key},
+			[]exports.Expression{{Destination: exports.Destination{Kind: exports.KindSecret, Name: "shop-redis", Key: "url"}, Expr: url}})
+		if err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		opts, err := redis.ParseURL(got[0].Value)
+		if err != nil {
+			t.Fatalf("key %q: go-redis refuses the URL: %v", key, err)
+		}
+		if opts.Password != key || opts.Addr != "shop-cache.redis.cache.windows.net:6380" || opts.TLSConfig == nil {
+			t.Errorf("key %q: go-redis reads password %q, address %s, TLS %v", key, opts.Password, opts.Addr, opts.TLSConfig != nil)
 		}
 	}
 }

@@ -3,7 +3,8 @@
 // any other armId reference) must be inside the scopes a NamespaceGrant gives their namespace.
 // The controller checks again before any Azure call (it also knows the resource's own ARM id);
 // this check gives the refusal at kubectl apply time. It also refuses export expressions that do
-// not compile, whatever the credential, which the controller would refuse before any ARM write.
+// not compile, whatever the credential and even with the scope checks off
+// (--allow-ungranted-scopes), which the controller would refuse before any ARM write.
 package armgrants
 
 import (
@@ -49,6 +50,9 @@ type Validator struct {
 	// Reader lists grants; APIReader reads a namespace's credential Secret (not cached).
 	Reader    client.Reader
 	APIReader client.Reader
+	// AllowUngrantedScopes turns the scope check off (Azure Service Operator's cluster-wide
+	// trust); expressions are still compiled.
+	AllowUngrantedScopes bool
 }
 
 // Handle implements admission.Handler.
@@ -74,6 +78,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	if err := armresource.CompileExpressions(&obj); err != nil {
 		return admission.Denied(fmt.Sprintf("%s %s/%s: %s", obj.GetKind(), ns, obj.GetName(), err))
+	}
+	if v.AllowUngrantedScopes {
+		return admission.Allowed("")
 	}
 	if _, own := obj.GetAnnotations()[credentials.AnnotationCredentialFrom]; own {
 		return admission.Allowed("") // its own credential: Azure limits it
@@ -151,6 +158,7 @@ func Apply(ctx context.Context, c client.Client, cc registration.ClientConfig) e
 }
 
 // Setup registers the check on the manager's webhook server.
-func Setup(mgr ctrl.Manager) {
-	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: &Validator{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader()}})
+func Setup(mgr ctrl.Manager, allowUngrantedScopes bool) {
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: &Validator{Reader: mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(), AllowUngrantedScopes: allowUngrantedScopes}})
 }

@@ -51,8 +51,8 @@ type Options struct {
 	// NoPodIdentity leaves pod identity's admission check out (pod identity is off).
 	NoPodIdentity bool
 	// AllowUngrantedIdentities and AllowUngrantedScopes turn the NamespaceGrant checks off
-	// (upstream's and Azure Service Operator's behaviour); the scopes check is then not
-	// registered at all.
+	// (upstream's and Azure Service Operator's behaviour); the ARM kinds' check stays
+	// registered for their export expressions.
 	AllowUngrantedIdentities, AllowUngrantedScopes bool
 	// Certs tunes the certificates (validity, clock); Namespace, names and configurations are
 	// filled in here.
@@ -82,9 +82,7 @@ func New(cfg *rest.Config, opts Options) (*Webhooks, error) {
 	if !opts.NoPodIdentity {
 		co.ValidatingWebhooks = []string{podidentity.ConfigurationName}
 	}
-	if !opts.AllowUngrantedScopes {
-		co.ValidatingWebhooks = append(co.ValidatingWebhooks, armgrants.ConfigurationName)
-	}
+	co.ValidatingWebhooks = append(co.ValidatingWebhooks, armgrants.ConfigurationName)
 	if opts.Service != nil {
 		s := opts.Service
 		co.DNSNames = []string{s.Name + "." + s.Namespace + ".svc", s.Name + "." + s.Namespace + ".svc.cluster.local"}
@@ -133,12 +131,11 @@ func (w *Webhooks) Setup(ctx context.Context, mgr ctrl.Manager) error {
 		}
 		podidentity.Setup(mgr, w.opts.AllowUngrantedIdentities)
 	}
-	if !w.opts.AllowUngrantedScopes {
-		if err := armgrants.Apply(ctx, w.c, cc); err != nil {
-			return err
-		}
-		armgrants.Setup(mgr)
+	// Registered with the scope checks off too: it still refuses expressions that do not compile.
+	if err := armgrants.Apply(ctx, w.c, cc); err != nil {
+		return err
 	}
+	armgrants.Setup(mgr, w.opts.AllowUngrantedScopes)
 	if err := mgr.Add(w.rotator); err != nil {
 		return fmt.Errorf("add webhook certificate rotator: %w", err)
 	}

@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,17 +22,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/images"
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 // TestUpAppliesSamples: right after `up`, `kubectl apply -f config/samples/` works and every
-// sample goes Ready: the manager runs in-process with the CRDs installed. With a node, the app
-// walkthrough runs on it too.
+// sample goes Ready: the manager runs in-process with the CRDs installed. With a node, the
+// quickstart (docs/quickstart.md) and the app walkthrough run on it too.
 func TestUpAppliesSamples(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, dir)
 	env := waitForEnv(t, up, dir)
 	kubeconfig := env["KUBECONFIG"]
+	if hasNode(t) {
+		// First, as a reader of the docs does right after `make up`.
+		t.Run("docs/quickstart.md", func(t *testing.T) { quickstart(t, up, dir) })
+	}
 	samples, err := filepath.Abs("../../config/samples")
 	if err != nil {
 		t.Fatal(err)
@@ -145,4 +154,127 @@ func kubectlQuiet(t *testing.T, kubeconfig string, args ...string) string {
 		return err.Error() + ": " + string(out)
 	}
 	return string(out)
+}
+
+// quickstart runs docs/quickstart.md as a reader runs it: its first ```sh block is `make up`,
+// which this test has done (its output is checked against the block's expected output); the
+// others run in order in one shell whose directory has the reader's .cerulean (up's data dir)
+// and bin/. Each ```text block after a ```sh block is that block's expected output: every line,
+// in order, is a line of what the block printed (runs of spaces count as one; `…` matches
+// anything), so the page shows what a reader sees.
+func quickstart(t *testing.T, up *upProcess, dir string) {
+	testenv.Tools(t, "hack/install-test-deps.sh (make test-deps)", "bash", "curl", "jq", "sha256sum")
+	steps := docSteps(t, "../../docs/quickstart.md")
+	if len(steps) < 5 || strings.TrimSpace(steps[0].script) != "make up" {
+		t.Fatalf("docs/quickstart.md: want `make up` first and the steps after it, found %d blocks", len(steps))
+	}
+	// up prints its summary just after it writes DIR/env (as rollout_test reads it too).
+	_ = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(up.output.String(), "Ctrl-C stops everything"), nil
+	})
+	expectLines(t, "make up", up.output.String(), steps[0].want)
+
+	work := t.TempDir()
+	binDir, err := devenv.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{".cerulean": dir, "bin": binDir} {
+		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	for i, s := range steps[1:] {
+		fmt.Fprintf(&script, "echo %s\n%s\n", stepMarker(i+1), s.script)
+	}
+	cmd := exec.CommandContext(t.Context(), "bash", "-c", script.String())
+	cmd.Dir = work
+	out, err := cmd.CombinedOutput()
+	outputs := splitSteps(string(out), len(steps))
+	for i, s := range steps[1:] {
+		if i+1 < len(outputs) {
+			expectLines(t, s.script, outputs[i+1], s.want)
+		}
+	}
+	if err != nil {
+		t.Fatalf("docs/quickstart.md's commands failed: %v\n%s", err, out)
+	}
+}
+
+// docStep is a ```sh block of a page and the ```text block after it (its expected output).
+type docStep struct {
+	script string
+	want   []string
+}
+
+func docSteps(t *testing.T, path string) []docStep {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []docStep
+	var fence string
+	var cur strings.Builder
+	for line := range strings.SplitSeq(string(b), "\n") {
+		switch {
+		case fence == "" && (line == "```sh" || line == "```text"):
+			fence = line
+			cur.Reset()
+		case fence != "" && line == "```":
+			if fence == "```sh" {
+				steps = append(steps, docStep{script: cur.String()})
+			} else if len(steps) > 0 {
+				steps[len(steps)-1].want = strings.Split(strings.TrimSpace(cur.String()), "\n")
+			}
+			fence = ""
+		case fence != "":
+			cur.WriteString(line + "\n")
+		}
+	}
+	return steps
+}
+
+func stepMarker(i int) string { return fmt.Sprintf("@@quickstart-step-%d@@", i) }
+
+// splitSteps cuts the script's output at the markers: element i is step i's output.
+func splitSteps(out string, n int) []string {
+	parts := make([]string, n)
+	cur := 0
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, "@@quickstart-step-") {
+			cur++
+			continue
+		}
+		if cur < n {
+			parts[cur] += line + "\n"
+		}
+	}
+	return parts
+}
+
+// expectLines checks that every line of want matches, in order, a line of out.
+func expectLines(t *testing.T, script, out string, want []string) {
+	t.Helper()
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	lines := strings.Split(out, "\n")
+	next := 0
+	for _, w := range want {
+		pieces := strings.Split(norm(w), "…")
+		for i := range pieces {
+			pieces[i] = regexp.QuoteMeta(pieces[i])
+		}
+		re := regexp.MustCompile("^" + strings.Join(pieces, ".*") + "$")
+		found := false
+		for next < len(lines) && !found {
+			found = re.MatchString(norm(lines[next]))
+			next++
+		}
+		if !found {
+			t.Errorf("docs/quickstart.md: the output of\n%s\nhas no line %q (after the lines before it) in:\n%s", script, w, out)
+			return
+		}
+	}
 }

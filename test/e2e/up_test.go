@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -217,16 +218,34 @@ func TestUpRefusesASecondInstance(t *testing.T) {
 
 type upProcess struct {
 	cmd    *exec.Cmd
-	output *bytes.Buffer
+	output *lockedBuffer
 	done   chan struct{} // closed when up has exited
 	err    error         // up's exit status, valid once done is closed
+}
+
+// lockedBuffer is up's output, read by tests while up still writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startUp runs `cerulean-local up` on dir with a free cloud port; as root it runs the local node too,
 // waiting for another test package's node to stop (one node runs on a machine at a time).
 func startUp(t *testing.T, dir string, args ...string) *upProcess {
 	t.Helper()
-	p := &upProcess{output: &bytes.Buffer{}, done: make(chan struct{})}
+	p := &upProcess{output: &lockedBuffer{}, done: make(chan struct{})}
 	args = append([]string{"up", "--data-dir", dir, "--cloud-addr", "127.0.0.1:0", "--proxy-addr", "0", "--node-wait", "20m"}, args...)
 	p.cmd = exec.Command(binary(t, "cerulean-local"), args...)
 	p.cmd.Stdout = p.output

@@ -33,6 +33,7 @@ func (c *Cloud) startStorage(ctx context.Context, opts Options, provider *armsto
 			// The data planes answer 503 with this error until Azurite can start.
 			c.log.Warn("Azurite did not start", "err", err)
 		}
+		provider.WatchEngine() // accounts end Failed should Azurite not start
 	}
 	return nil
 }

@@ -209,6 +209,18 @@ func (s *Service) NewOperationTx(tx *store.Tx, r *Request, kind, target string) 
 // Launch runs a stored operation in the background.
 func (s *Service) Launch(op Operation) { s.launch(op) }
 
+// Go runs f in the background with the operations' lifetime: its context ends when the cloud
+// closes, and Close waits for it. An error is logged as what failed.
+func (s *Service) Go(what string, f func(ctx context.Context) error) {
+	s.ops.wg.Add(1)
+	go func() {
+		defer s.ops.wg.Done()
+		if err := f(s.ops.ctx); err != nil && s.ops.ctx.Err() == nil {
+			s.log.Error(what+" failed", "err", err)
+		}
+	}()
+}
+
 // Accepted is the answer that starts op: status (201 or 202) with the polling headers and body.
 func (s *Service) Accepted(status int, op Operation, body any) httpx.Response {
 	return httpx.Response{Status: status, Header: s.pollHeaders(op), Body: body}

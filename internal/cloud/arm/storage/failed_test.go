@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/storage/armstorage/v2"
@@ -129,5 +130,31 @@ func TestAccountFailsWhenAzuriteCannotStart(t *testing.T) {
 	}
 	if !c.Azurite().Ready() {
 		t.Fatal("Azurite does not run after the creates")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The cloud starts again and Azurite cannot: the accounts that were Succeeded end Failed
+	// with Azurite's error, never Succeeded with data planes that cannot answer.
+	c = cloudtest.Start(t, cloud.Options{DataDir: dir, Logger: slog.New(slog.DiscardHandler), ARM: cloudtest.FastARM(), AzuriteDir: broken})
+	cred, opts = cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c)
+	if accounts, err = armstorage.NewAccountsClient(c.Settings().SubscriptionID, cred, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"stfailed2", "stnew1", "stnew2"} {
+		var state armstorage.ProvisioningState
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			got, err := accounts.GetProperties(ctx, "rg", name, nil)
+			if err != nil {
+				t.Fatalf("GET %s: %v", name, err)
+			}
+			if state = *got.Properties.ProvisioningState; state == armstorage.ProvisioningStateFailed {
+				break
+			}
+		}
+		if state != armstorage.ProvisioningStateFailed {
+			t.Errorf("%s is %s after Azurite failed at the cloud's start, want Failed", name, state)
+		}
 	}
 }

@@ -398,7 +398,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, comp *podidentity.Compute,
 		start := time.Now()
 		err := r.c.Delete(ctx, a)
 		if apierrors.IsNotFound(err) {
-			err = nil // gone already: a deletion all the same, as upstream counts it
+			return nil // deleted by an earlier pass whose cache was behind: counted then
 		}
 		observeWrite(opDeletion, start, err)
 		if err != nil {

@@ -16,10 +16,11 @@ import (
 // named ..._count. Only the series whose meaning the agent has are kept.
 const metricsNamespace = "aadpodidentity"
 
-// Upstream's operation_type values for token fetches (imds_operations_*) and Kubernetes reads.
+// Upstream's operation_type values for token fetches (imds_operations_*: a user-assigned
+// identity's from the node's IMDS, a service principal's from Entra ID) and Kubernetes reads.
 const (
-	opTokenMSIUserAssigned = "adal_token_msi_userassignedid" // a user-assigned identity, from the node's IMDS
-	opTokenSP              = "adal_token"                    // a service principal, from Entra ID
+	opTokenMSIUserAssigned = "adal_token_msi_userassignedid" //nolint:gosec // a label value, not a credential
+	opTokenSP              = "adal_token"
 	opGetSecret            = "get_secret"
 )
 

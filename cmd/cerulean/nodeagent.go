@@ -32,6 +32,7 @@ func newNodeAgentCommand() *cobra.Command {
 	f.StringVar(&opts.IdentityHeaderFile, "identity-header-file", "", "file with the local cloud's identity header of the node's VM or scale set")
 	f.StringVar(&opts.CAFile, "ca-file", "", "CA bundle of the managed-identity endpoint and of Entra ID (local cloud)")
 	f.StringVar(&opts.AuthorityHost, "authority-host", os.Getenv("AZURE_AUTHORITY_HOST"), "Entra ID for service-principal identities (types 1, 2; $AZURE_AUTHORITY_HOST; empty: Azure's public cloud)")
+	f.StringVar(&opts.MetricsAddr, "metrics-addr", "0.0.0.0:9090", "address of the Prometheus metrics (/metrics; aad-pod-identity NMI's port); empty turns them off")
 	f.DurationVar(&opts.AssignWait, "assign-wait", 0, "how long a request waits for its identity to be assigned (default 20s)")
 	return cmd
 }

@@ -71,3 +71,72 @@ func TestCSIProviderMetricsPort(t *testing.T) {
 		t.Errorf("ports %v, want metrics 8898", c.Ports)
 	}
 }
+
+// The node agent serves aad-pod-identity's NMI series on the node's address at upstream NMI's
+// port, declared as the container's metrics port; nodeAgent.metrics.podMonitor=true renders a
+// PodMonitor that selects the agent's pods (no other of the release's) on that port; port 0
+// turns the endpoint off.
+func TestNodeAgentMetrics(t *testing.T) {
+	agent := func(objs []*unstructured.Unstructured) corev1.PodTemplateSpec {
+		t.Helper()
+		ds := &appsv1.DaemonSet{}
+		if !find(t, objs, "DaemonSet", release+"-node-agent", ds) {
+			t.Fatal("no node agent DaemonSet")
+		}
+		return ds.Spec.Template
+	}
+	objs := render(t, "nodeAgent.enabled=true")
+	c := agent(objs).Spec.Containers[0]
+	if !slices.Contains(c.Args, "--metrics-addr=0.0.0.0:9090") {
+		t.Errorf("args %v lack --metrics-addr=0.0.0.0:9090", c.Args)
+	}
+	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 9090 }) {
+		t.Errorf("ports %v lack metrics 9090", c.Ports)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "PodMonitor" {
+			t.Fatalf("a PodMonitor by default: %s", o.GetName())
+		}
+	}
+
+	objs = render(t, "nodeAgent.enabled=true", "csiProvider.enabled=true", "nodeAgent.metrics.podMonitor=true")
+	var pm *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "PodMonitor" {
+			pm = o
+		}
+	}
+	if pm == nil {
+		t.Fatal("no PodMonitor with nodeAgent.metrics.podMonitor=true")
+	}
+	if pm.GetAPIVersion() != "monitoring.coreos.com/v1" || pm.GetNamespace() != namespace {
+		t.Errorf("PodMonitor %s in %q", pm.GetAPIVersion(), pm.GetNamespace())
+	}
+	endpoints, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != "metrics" || endpoints[0].(map[string]any)["path"] != "/metrics" {
+		t.Errorf("endpoints %v, want the metrics port's /metrics", endpoints)
+	}
+	match, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	sel := labels.SelectorFromSet(match)
+	if !sel.Matches(labels.Set(agent(objs).Labels)) {
+		t.Errorf("the PodMonitor's selector %v does not select the node agent's pods", match)
+	}
+	for _, o := range objs {
+		var tmpl corev1.PodTemplateSpec
+		switch o.GetKind() {
+		case "DaemonSet", "Deployment":
+			m, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+			tmpl.Labels = m
+		default:
+			continue
+		}
+		if o.GetName() != release+"-node-agent" && sel.Matches(labels.Set(tmpl.Labels)) {
+			t.Errorf("the PodMonitor selects the pods of %s %s too", o.GetKind(), o.GetName())
+		}
+	}
+
+	c = agent(render(t, "nodeAgent.enabled=true", "nodeAgent.metrics.port=0", "nodeAgent.metrics.podMonitor=true")).Spec.Containers[0]
+	if !slices.Contains(c.Args, "--metrics-addr=") || slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" }) {
+		t.Errorf("port 0: args %v, ports %v; want --metrics-addr= and no metrics port", c.Args, c.Ports)
+	}
+}

@@ -27,16 +27,17 @@ func Scrape(base string) (string, error) {
 }
 
 // Sum adds the samples of the series name whose labels include every one of labels (each
-// written `key="value"`), in Prometheus's text format: `name{a="x",b="y"} value`.
+// written `key="value"`), in Prometheus's text format: `name{a="x",b="y"} value`, or
+// `name value` for a series without labels.
 func Sum(body, name string, labels ...string) float64 {
 	var sum float64
 	for _, line := range strings.Split(body, "\n") {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		if !ok {
-			continue
-		}
-		set, value, ok := strings.Cut(rest, "} ")
-		if !ok {
+		var set, value string
+		if rest, ok := strings.CutPrefix(line, name+"{"); ok {
+			if set, value, ok = strings.Cut(rest, "} "); !ok {
+				continue
+			}
+		} else if value, ok = strings.CutPrefix(line, name+" "); !ok {
 			continue
 		}
 		all := true

@@ -68,6 +68,9 @@ type Options struct {
 	SyncPeriod time.Duration
 	// FlushPeriod is how often aggregated audit Events are written (default 5s).
 	FlushPeriod time.Duration
+	// MetricsAddr, when set, is where the agent serves its Prometheus metrics (/metrics):
+	// aad-pod-identity's NMI series, on a registry of the agent's own.
+	MetricsAddr string
 	// Clock is the time source (time.Now when nil).
 	Clock func() time.Time
 	// Logger receives the agent's logs (slog.Default when nil).
@@ -87,6 +90,8 @@ type Agent struct {
 	proxy   *httputil.ReverseProxy
 	forward *httputil.ReverseProxy
 	local   func(net.IP) bool
+	metrics *metrics
+	metln   net.Listener // nil without MetricsAddr
 }
 
 const (
@@ -160,13 +165,20 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	src := sources{msi: o.Tokens, sp: &spSource{secrets: writer, opts: o.Entra, now: o.Clock}}
+	m := newMetrics()
+	src := sources{msi: o.Tokens, sp: &spSource{secrets: writer, opts: o.Entra, now: o.Clock, metrics: m}, metrics: m}
 	a := &Agent{o: o, log: o.Logger, cache: c, reader: c, tokens: NewCache(src, o.Clock),
-		audit: newAuditor(writer, o.NodeName, o.Clock), ln: ln, local: isLocalAddress}
+		audit: newAuditor(writer, o.NodeName, o.Clock), ln: ln, local: isLocalAddress, metrics: m}
 	if len(o.PodInterfaces) > 0 {
 		if a.rules, err = newRedirect(o.Table, o.PodInterfaces, o.NodeIP, ln.Addr().(*net.TCPAddr).Port); err != nil {
 			_ = ln.Close()
 			return nil, err
+		}
+	}
+	if o.MetricsAddr != "" {
+		if a.metln, err = net.Listen("tcp", o.MetricsAddr); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("listen for metrics on %s: %w", o.MetricsAddr, err)
 		}
 	}
 	imds := o.IMDS
@@ -199,6 +211,18 @@ func (a *Agent) Addr() string { return a.ln.Addr().String() }
 // Port is the port the agent serves on.
 func (a *Agent) Port() int { return a.ln.Addr().(*net.TCPAddr).Port }
 
+// MetricsAddr is the address the agent serves its metrics on; "" without Options.MetricsAddr.
+func (a *Agent) MetricsAddr() string {
+	if a.metln == nil {
+		return ""
+	}
+	return a.metln.Addr().String()
+}
+
+// MetricsHandler serves the agent's metrics in Prometheus' format (what MetricsAddr serves at
+// /metrics), for a process that embeds the agent and serves it itself.
+func (a *Agent) MetricsHandler() http.Handler { return a.metrics.handler() }
+
 // Tokens is the agent's token cache (its counters are read by tests and benchmarks).
 func (a *Agent) Tokens() *Cache { return a.tokens }
 
@@ -214,18 +238,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	for _, obj := range []client.Object{&corev1.Pod{}, &aadv1.AzureAssignedIdentity{}, &aadv1.AzureIdentityBinding{},
 		&aadv1.AzureIdentity{}, &aadv1.AzurePodIdentityException{}} {
 		if _, err := a.cache.GetInformer(ctx, obj); err != nil {
-			_ = a.ln.Close()
+			a.closeListeners()
 			return fmt.Errorf("start informer: %w", err)
 		}
 	}
 	if !a.cache.WaitForCacheSync(ctx) {
-		_ = a.ln.Close()
+		a.closeListeners()
 		return fmt.Errorf("sync informers: %w", ctx.Err())
 	}
 	if a.rules != nil {
 		// The table is the agent's own: what a killed agent left in it is replaced.
 		if err := a.rules.Install(); err != nil {
-			_ = a.ln.Close()
+			a.closeListeners()
 			return fmt.Errorf("install DNAT rules: %w", err)
 		}
 		if !a.o.KeepRulesOnExit {
@@ -238,8 +262,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	served := make(chan error, 1)
+	served := make(chan error, 2) // the agent's server and the metrics server
 	go func() { served <- srv.Serve(a.ln) }()
+	if a.metln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", a.MetricsHandler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { served <- msrv.Serve(a.metln) }()
+		defer func() { _ = msrv.Close() }()
+	}
 	a.log.InfoContext(ctx, "Node agent serving", "addr", a.Addr(), "node", a.o.NodeName)
 
 	sync := time.NewTicker(a.o.SyncPeriod)
@@ -287,6 +318,13 @@ loop:
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+func (a *Agent) closeListeners() {
+	_ = a.ln.Close()
+	if a.metln != nil {
+		_ = a.metln.Close()
+	}
 }
 
 // isLocalAddress reports whether ip is an address of this host (a host-network caller).

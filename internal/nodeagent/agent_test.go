@@ -33,6 +33,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/metricstest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 )
 
@@ -210,7 +211,7 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 		PodInterfaces: []string{net.ifacePattern()}, Table: table,
 		Tokens: &nodeagent.IMDSSource{Endpoint: az.s.URL, Header: header, Client: &http.Client{Transport: az.c.Transport()}},
 		IMDS:   cloudURL, IMDSHeader: header, IMDSTransport: az.c.Transport(),
-		AssignWait: 3 * time.Second, SyncPeriod: 200 * time.Millisecond, FlushPeriod: time.Hour,
+		AssignWait: 3 * time.Second, SyncPeriod: 200 * time.Millisecond, FlushPeriod: time.Hour, MetricsAddr: "127.0.0.1:0",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -293,12 +294,28 @@ func TestPodIdentityThroughTheNetworkPath(t *testing.T) {
 
 	t.Run("cache and aggregated audit", func(t *testing.T) {
 		before := agent.Tokens().UpstreamCalls()
+		// aad-pod-identity's series count every answer and, among the agent's own token
+		// fetches from the node's IMDS, only the cache's misses.
+		issuedA := []string{`operation_type="/metadata/identity/oauth2/token"`, `status_code="200"`, `namespace="team-a"`, `resource="` + vaultResource + `"`}
+		const fetched = "aadpodidentity_imds_operations_duration_seconds_count"
+		fetchLabel := `operation_type="adal_token_msi_userassignedid"`
+		m0 := ok(metricstest.Scrape("http://" + agent.MetricsAddr()))
+		if metricstest.Sum(m0, nmiCount, issuedA...) < 1 || metricstest.Sum(m0, fetched, fetchLabel) < 1 {
+			t.Fatalf("the SDK's token is not in the agent's metrics:\n%s", m0)
+		}
 		a := podGet(t, pa, q(vaultResource), 30)
 		if a.Status != http.StatusOK || a.Body["client_id"] != *az.ids["id-a"].Properties.ClientID || a.Body["expires_in"] == "" {
 			t.Fatalf("token: %+v", a)
 		}
 		if got := agent.Tokens().UpstreamCalls() - before; got != 0 {
 			t.Fatalf("30 requests for a cached token made %d upstream calls", got)
+		}
+		m1 := ok(metricstest.Scrape("http://" + agent.MetricsAddr()))
+		if got := metricstest.Sum(m1, nmiCount, issuedA...) - metricstest.Sum(m0, nmiCount, issuedA...); got != 30 {
+			t.Errorf("30 tokens issued, the NMI histogram counted %v", got)
+		}
+		if got := metricstest.Sum(m1, fetched, fetchLabel) - metricstest.Sum(m0, fetched, fetchLabel); got != 0 {
+			t.Errorf("30 cached tokens, %v IMDS fetches counted", got)
 		}
 		token, _ := a.Body["access_token"].(string)
 		if err := agent.FlushAudit(ctx); err != nil {

@@ -32,6 +32,7 @@ type CommandOptions struct {
 	CAFile             string // CA of the endpoint and of Entra ID (local cloud)
 	AuthorityHost      string // Entra ID for service-principal identities; empty: Azure's public cloud
 	AssignWait         time.Duration
+	MetricsAddr        string // empty: no metrics endpoint
 	Logger             *slog.Logger
 }
 
@@ -85,7 +86,7 @@ func RunCommand(ctx context.Context, c CommandOptions) error {
 	a, err := New(Options{
 		NodeName: c.NodeName, Config: cfg, Listen: c.Listen, NodeIP: nodeIP, PodInterfaces: c.PodInterfaces, Table: c.Table, KeepRulesOnExit: c.KeepRulesOnExit,
 		Tokens: &IMDSSource{Endpoint: c.IMDSEndpoint, Header: header, Client: &http.Client{Transport: transport, Timeout: 30 * time.Second}},
-		IMDS:   endpoint, IMDSHeader: header, IMDSTransport: transport, AssignWait: c.AssignWait, Logger: c.Logger, Entra: entra,
+		IMDS:   endpoint, IMDSHeader: header, IMDSTransport: transport, AssignWait: c.AssignWait, Logger: c.Logger, Entra: entra, MetricsAddr: c.MetricsAddr,
 	})
 	if err != nil {
 		return err

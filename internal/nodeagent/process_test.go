@@ -19,6 +19,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/metricstest"
 )
 
 // `cerulean node-agent` as a process: its flags reach the agent, it serves, refuses a caller
@@ -38,7 +39,13 @@ func TestNodeAgentCommand(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	args := []string{"node-agent", "--node-name", "cmd-node", "--kubeconfig", cp.Kubeconfig, "--listen", addr,
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := mln.Addr().String()
+	_ = mln.Close()
+	args := []string{"node-agent", "--node-name", "cmd-node", "--kubeconfig", cp.Kubeconfig, "--listen", addr, "--metrics-addr", metricsAddr,
 		"--imds-endpoint", c.Settings().URL, "--ca-file", c.Settings().CAFile, "--identity-header-file", headerFile,
 		"--authority-host", c.Settings().AuthorityHost}
 	table := ""
@@ -124,6 +131,24 @@ func TestNodeAgentCommand(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || hostBody["clientid"] != clientID {
 		t.Fatalf("service principal's token through the command: %d %v", resp.StatusCode, hostBody)
+	}
+	// --metrics-addr serves aad-pod-identity's NMI series: the refusal on the pod route (no
+	// pod: no namespace) and the token for the pod of cmd-sp, got from Entra ID.
+	scraped, err := metricstest.Scrape("http://" + metricsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+	}{
+		{nmiCount, []string{`operation_type="/metadata/identity/oauth2/token"`, `status_code="403"`, `namespace=""`, `resource=""`}},
+		{nmiCount, []string{`operation_type="/host/token/"`, `status_code="200"`, `namespace="cmd-sp"`, `resource="https://vault.azure.net"`}},
+		{"aadpodidentity_imds_operations_duration_seconds_count", []string{`operation_type="adal_token"`}},
+	} {
+		if got := metricstest.Sum(scraped, c.name, c.labels...); got != 1 {
+			t.Errorf("%s%v = %v, want 1", c.name, c.labels, got)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -60,55 +60,77 @@ type refusal struct {
 
 func (r *refusal) Error() string { return r.message }
 
-// Handler serves the NMI routes.
+// Handler serves the NMI routes. Token requests, answered or refused, are timed under
+// upstream's NMI series.
 func (a *Agent) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		ip := net.ParseIP(host)
-		pod, hostCaller, err := a.caller(ctx, ip)
-		// A pod's first request can come before the kubelet has written its address to the
-		// pod's status: wait (bounded) for the informer to learn it, as upstream's NMI retries.
-		for deadline := a.o.Clock().Add(a.o.PodWait); err == nil && pod == nil && !hostCaller && ip != nil && a.o.Clock().Before(deadline); {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			pod, hostCaller, err = a.caller(ctx, ip)
-		}
-		if err != nil {
-			a.log.ErrorContext(ctx, "Looking up the caller failed", "err", err)
-			writeIMDSError(w, http.StatusInternalServerError, "internal_error", "The node agent could not look up the caller.")
+		rt, _ := classify(r.URL)
+		op := metricOperation(rt)
+		if op == "" {
+			a.serve(w, r)
 			return
 		}
-		rt, canon := classify(r.URL)
-		switch {
-		case rt == routeNonCanonical:
-			// Refused for every caller: nothing behind the agent gets a chance to normalise it.
-			writeIMDSError(w, http.StatusBadRequest, "invalid_request", "The path is not canonical; use the plain /metadata/... path.")
-		case hostCaller:
-			if rt != routeHostToken {
-				writeIMDSError(w, http.StatusForbidden, "forbidden", "Host-network callers may only use /host/token/ with the podname and podns headers.")
-				return
-			}
-			a.hostToken(w, r)
-		case pod == nil:
-			a.log.InfoContext(ctx, "Refused a request from an unknown address", "sourceIP", host, "path", clip(r.URL.Path, 200))
-			writeIMDSError(w, http.StatusForbidden, "forbidden",
-				fmt.Sprintf("The source address %s is not a pod of node %s.", host, a.o.NodeName))
-		case rt == routeHostToken:
-			writeIMDSError(w, http.StatusForbidden, "forbidden", "/host/token/ is for host-network callers only.")
-		case rt == routeInstance:
-			writeIMDSError(w, http.StatusForbidden, "forbidden", "The instance metadata endpoint is blocked for pods.")
-		case rt == routeIdentity:
-			writeIMDSError(w, http.StatusNotFound, "not_found", "Only /metadata/identity/oauth2/token is served to pods.")
-		case rt == routeToken:
-			a.podToken(w, withPath(r, canon), pod)
-		default:
-			a.proxy.ServeHTTP(w, withPath(r, canon))
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		ns := a.serve(rec, r)
+		if rec.status != 0 { // 0: the caller left before an answer
+			a.metrics.observeRequest(op, rec.status, ns, r.URL.Query().Get("resource"), time.Since(start))
 		}
 	})
+}
+
+// serve routes one request; it returns the namespace of the pod the request was for, once that
+// pod is known.
+func (a *Agent) serve(w http.ResponseWriter, r *http.Request) (ns string) {
+	ctx := r.Context()
+	rt, canon := classify(r.URL)
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	pod, hostCaller, err := a.caller(ctx, ip)
+	// A pod's first request can come before the kubelet has written its address to the
+	// pod's status: wait (bounded) for the informer to learn it, as upstream's NMI retries.
+	for deadline := a.o.Clock().Add(a.o.PodWait); err == nil && pod == nil && !hostCaller && ip != nil && a.o.Clock().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(100 * time.Millisecond):
+		}
+		pod, hostCaller, err = a.caller(ctx, ip)
+	}
+	if err != nil {
+		a.log.ErrorContext(ctx, "Looking up the caller failed", "err", err)
+		writeIMDSError(w, http.StatusInternalServerError, "internal_error", "The node agent could not look up the caller.")
+		return ""
+	}
+	if pod != nil {
+		ns = pod.Namespace
+	}
+	switch {
+	case rt == routeNonCanonical:
+		// Refused for every caller: nothing behind the agent gets a chance to normalise it.
+		writeIMDSError(w, http.StatusBadRequest, "invalid_request", "The path is not canonical; use the plain /metadata/... path.")
+	case hostCaller:
+		if rt != routeHostToken {
+			writeIMDSError(w, http.StatusForbidden, "forbidden", "Host-network callers may only use /host/token/ with the podname and podns headers.")
+			return ""
+		}
+		ns = a.hostToken(w, r)
+	case pod == nil:
+		a.log.InfoContext(ctx, "Refused a request from an unknown address", "sourceIP", host, "path", clip(r.URL.Path, 200))
+		writeIMDSError(w, http.StatusForbidden, "forbidden",
+			fmt.Sprintf("The source address %s is not a pod of node %s.", host, a.o.NodeName))
+	case rt == routeHostToken:
+		writeIMDSError(w, http.StatusForbidden, "forbidden", "/host/token/ is for host-network callers only.")
+	case rt == routeInstance:
+		writeIMDSError(w, http.StatusForbidden, "forbidden", "The instance metadata endpoint is blocked for pods.")
+	case rt == routeIdentity:
+		writeIMDSError(w, http.StatusNotFound, "not_found", "Only /metadata/identity/oauth2/token is served to pods.")
+	case rt == routeToken:
+		a.podToken(w, withPath(r, canon), pod)
+	default:
+		a.proxy.ServeHTTP(w, withPath(r, canon))
+	}
+	return ns
 }
 
 // withPath is r with its path replaced by the canonical one: what is forwarded is what was
@@ -196,31 +218,33 @@ func (a *Agent) podToken(w http.ResponseWriter, r *http.Request, pod *corev1.Pod
 }
 
 // hostToken serves /host/token/: a host-network helper asks on behalf of the pod named by the
-// podname and podns headers; the answer is {token, clientid}.
-func (a *Agent) hostToken(w http.ResponseWriter, r *http.Request) {
+// podname and podns headers; the answer is {token, clientid}. It returns the pod's namespace
+// once the pod is found (a header alone names no namespace in the metrics).
+func (a *Agent) hostToken(w http.ResponseWriter, r *http.Request) string {
 	ctx := r.Context()
 	name, ns := r.Header.Get("podname"), r.Header.Get("podns")
 	if name == "" || ns == "" {
 		writeIMDSError(w, http.StatusBadRequest, "invalid_request", "The podname and podns headers are required.")
-		return
+		return ""
 	}
 	resource := r.URL.Query().Get("resource")
 	if resource == "" {
 		writeIMDSError(w, http.StatusBadRequest, "invalid_request", "Required query variable 'resource' is missing")
-		return
+		return ""
 	}
 	var pod corev1.Pod
 	if err := a.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod); err != nil {
 		writeIMDSError(w, http.StatusNotFound, "not_found", fmt.Sprintf("No pod %s/%s on node %s.", ns, name, a.o.NodeName))
-		return
+		return ""
 	}
 	body, clientID, ref := a.issue(ctx, &pod, query{resource: resource,
 		want: Identity{ClientID: r.URL.Query().Get("client_id"), ResourceID: r.URL.Query().Get("msi_res_id")}})
 	if ref != nil {
 		writeIMDSError(w, ref.status, ref.code, ref.message)
-		return
+		return pod.Namespace
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"token": body, "clientid": clientID})
+	return pod.Namespace
 }
 
 // forwardToken passes an exception pod's token request to the node's IMDS, with the node's

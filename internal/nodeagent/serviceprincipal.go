@@ -42,6 +42,7 @@ type spSource struct {
 	secrets client.Reader
 	opts    azcore.ClientOptions
 	now     func() time.Time
+	metrics *metrics
 }
 
 var aadstsCode = regexp.MustCompile(`AADSTS\d+`)
@@ -53,7 +54,9 @@ func (s *spSource) Token(ctx context.Context, id Identity, resource string) (Tok
 		return Token{}, err
 	}
 	scope := strings.TrimSuffix(resource, "/") + "/.default"
+	start := time.Now()
 	at, err := cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{scope}})
+	s.metrics.observeFetch(opTokenSP, time.Since(start), err)
 	if err != nil {
 		if _, ok := errors.AsType[*azidentity.AuthenticationFailedError](err); ok {
 			code := aadstsCode.FindString(err.Error())
@@ -86,6 +89,9 @@ func (s *spSource) credential(ctx context.Context, ai *aadv1.AzureIdentity) (azc
 	}
 	var sec corev1.Secret
 	err := s.secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, &sec)
+	if err != nil {
+		s.metrics.kubeErrors.WithLabelValues(opGetSecret).Inc()
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, &SPError{what + " was not found."}
@@ -121,13 +127,17 @@ func (s *spSource) credential(ctx context.Context, ai *aadv1.AzureIdentity) (azc
 
 // sources sends service-principal identities to sp and managed identities to msi.
 type sources struct {
-	msi Source
-	sp  *spSource
+	msi     Source
+	sp      *spSource
+	metrics *metrics
 }
 
 func (s sources) Token(ctx context.Context, id Identity, resource string) (Token, error) {
 	if id.sp != nil {
 		return s.sp.Token(ctx, id, resource)
 	}
-	return s.msi.Token(ctx, id, resource)
+	start := time.Now()
+	t, err := s.msi.Token(ctx, id, resource)
+	s.metrics.observeFetch(opTokenMSIUserAssigned, time.Since(start), err)
+	return t, err
 }

@@ -36,8 +36,12 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/metricstest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 )
+
+// nmiCount is the number of token requests in aad-pod-identity's NMI histogram.
+const nmiCount = "aadpodidentity_nmi_operations_duration_seconds_count"
 
 // staticToken is a credential that hands out one access token: what an app does with the token
 // IMDS gave it.
@@ -149,10 +153,11 @@ func TestServicePrincipalIdentities(t *testing.T) {
 
 	var logs cloudtest.SyncBuffer
 	entraOpts := azcore.ClientOptions{Cloud: azcloud.Configuration{ActiveDirectoryAuthorityHost: s.AuthorityHost}, Transport: &http.Client{Transport: az.Transport()}}
-	startAgent := func(cfg *rest.Config) string {
+	// startAgent returns the agent's URL and its metrics endpoint's.
+	startAgent := func(cfg *rest.Config) (string, string) {
 		t.Helper()
 		agent, err := nodeagent.New(nodeagent.Options{
-			NodeName: node, Config: cfg, Listen: "127.0.0.1:0", Entra: entraOpts,
+			NodeName: node, Config: cfg, Listen: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Entra: entraOpts,
 			Tokens: &nodeagent.IMDSSource{Endpoint: s.URL, Client: &http.Client{Transport: az.Transport()}},
 			IMDS:   ok(url.Parse(s.URL)), IMDSTransport: az.Transport(), AssignWait: 20 * time.Second, FlushPeriod: time.Hour,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
@@ -170,9 +175,9 @@ func TestServicePrincipalIdentities(t *testing.T) {
 				t.Errorf("agent: %v", err)
 			}
 		})
-		return "http://" + agent.Addr()
+		return "http://" + agent.Addr(), "http://" + agent.MetricsAddr()
 	}
-	base := startAgent(cp.RESTConfig)
+	base, metricsBase := startAgent(cp.RESTConfig)
 	hostToken := func(base, pod string) (int, map[string]any) {
 		t.Helper()
 		podNS := idNS(strings.TrimPrefix(pod, "app-"))
@@ -256,8 +261,44 @@ func TestServicePrincipalIdentities(t *testing.T) {
 		}
 		cfg := rest.CopyConfig(cp.RESTConfig)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa}
-		refused(t, startAgent(cfg), "app-sp-secret", "may not read Secret sp/sp-secret", "grant its service account get on that Secret")
+		other, otherMetrics := startAgent(cfg)
+		refused(t, other, "app-sp-secret", "may not read Secret sp/sp-secret", "grant its service account get on that Secret")
+		// Each agent reports on its own registry: this refusal is this agent's alone.
+		body := ok(metricstest.Scrape(otherMetrics))
+		if got := metricstest.Sum(body, "aadpodidentity_kubernetes_api_operations_errors_count", `operation_type="get_secret"`); got != 1 {
+			t.Errorf("the second agent's get_secret errors: %v, want 1", got)
+		}
+		if got := metricstest.Sum(body, nmiCount, `status_code="403"`); got != 1 {
+			t.Errorf("the second agent's refusals: %v, want 1", got)
+		}
 	})
+
+	// aad-pod-identity's NMI series, after the requests above: two tokens issued, three
+	// refusals (two for pods of namespace sp, one of sp2), two tokens from Entra ID and one
+	// refused by it, one Secret that was not there.
+	body := ok(metricstest.Scrape(metricsBase))
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{nmiCount, []string{`operation_type="/host/token/"`, `status_code="200"`, `namespace="sp"`, `resource="` + vaultResource + `"`}, 2},
+		{nmiCount, []string{`operation_type="/host/token/"`, `status_code="403"`, `namespace="sp"`, `resource=""`}, 2},
+		{nmiCount, []string{`operation_type="/host/token/"`, `status_code="403"`, `namespace="sp2"`, `resource=""`}, 1},
+		{nmiCount, nil, 5},
+		{"aadpodidentity_imds_operations_duration_seconds_count", []string{`operation_type="adal_token"`}, 2},
+		{"aadpodidentity_imds_operations_errors_count", []string{`operation_type="adal_token"`}, 1},
+		{"aadpodidentity_kubernetes_api_operations_errors_count", []string{`operation_type="get_secret"`}, 1},
+	} {
+		if got := metricstest.Sum(body, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	for _, secret := range append([]string{clientSecret, spSecret.ClientID, spCert.ClientID}, issued...) {
+		if strings.Contains(body, secret) {
+			t.Errorf("the agent's metrics contain a client secret, a client id or a token")
+		}
+	}
 
 	// Nothing secret in the agent's log or its Events.
 	var evs corev1.EventList

@@ -31,6 +31,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+	"github.com/cerulean/cerulean/internal/metricstest"
 )
 
 func TestMain(m *testing.M) { devenvtest.Main(m) }
@@ -253,8 +254,10 @@ func TestBatchedAssignmentAcrossScaleSets(t *testing.T) {
 	if es := f.c.Requests(reqlog.Filter{}); len(es) > 0 {
 		since = es[len(es)-1].Seq
 	}
-	podidentitytest.StartController(t, devenvtest.ControlPlane(t).RESTConfig, podidentity.Options{Compute: &podidentity.ARMCompute{
+	metricsURL := podidentitytest.StartControllerWithMetrics(t, devenvtest.ControlPlane(t).RESTConfig, podidentity.Options{Compute: &podidentity.ARMCompute{
 		Credential: f.owner, Options: f.opts, PollFrequency: 20 * time.Millisecond}})
+	// The series are the process's (controller-runtime's registry): this test reads changes.
+	before := scrape(t, metricsURL)
 	const pods = 40
 	var created []*corev1.Pod
 	for i := range pods {
@@ -307,6 +310,85 @@ func TestBatchedAssignmentAcrossScaleSets(t *testing.T) {
 	if a, b := f.identitiesOf(t, 0), f.identitiesOf(t, 1); len(a) != 1 || !a[strings.ToLower(*f.pre.ID)] || len(b) != 0 {
 		t.Fatalf("after the pods went: ss-0 %v, ss-1 %v; want only the pre-assigned identity on ss-0", a, b)
 	}
+
+	// aad-pod-identity's MIC series on the manager's endpoint: 40 assignments added and
+	// deleted, each PATCH the cloud saw timed as vmss_update, the scale sets read, no errors.
+	after := scrape(t, metricsURL)
+	allPatches := f.c.Requests(reqlog.Filter{Service: "arm", Method: http.MethodPatch, Since: since})
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"aadpodidentity_assigned_identity_addition_count", nil, pods},
+		{"aadpodidentity_assigned_identity_addition_duration_seconds_count", nil, pods},
+		{"aadpodidentity_assigned_identity_deletion_count", nil, pods},
+		{"aadpodidentity_assigned_identity_deletion_duration_seconds_count", nil, pods},
+		{"aadpodidentity_cloud_provider_operations_duration_seconds_count", []string{`operation_type="vmss_update"`}, float64(len(allPatches))},
+		{"aadpodidentity_cloud_provider_operations_duration_seconds_count", []string{`operation_type="vm_update"`}, 0},
+		{"aadpodidentity_cloud_provider_operations_errors_count", nil, 0},
+		{"aadpodidentity_kubernetes_api_operations_errors_count", nil, 0},
+	} {
+		if got := metricstest.Sum(after, c.name, c.labels...) - metricstest.Sum(before, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v went up by %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := metricstest.Sum(after, "aadpodidentity_cloud_provider_operations_duration_seconds_count", `operation_type="vmss_get"`) -
+		metricstest.Sum(before, "aadpodidentity_cloud_provider_operations_duration_seconds_count", `operation_type="vmss_get"`); got < 2 {
+		t.Errorf("%v scale set reads timed, want one per scale set at least", got)
+	}
+}
+
+// A node whose scale set does not exist: the read fails, and the MIC series count the failure
+// under vmss_get; the pod's assignment stays Created.
+func TestCloudFailuresAreCounted(t *testing.T) {
+	kc := kube(t)
+	ctx := t.Context()
+	f := newFleet(t, 1)
+	ns := "cloudfail"
+	namespace(t, kc, ns)
+	gone := strings.TrimSuffix(f.ssIDs[1], "ss-1") + "ss-gone"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cloudfail-node"}, Spec: corev1.NodeSpec{ProviderID: "azure://" + gone + "/virtualMachines/0"}}
+	for _, o := range []client.Object{
+		node,
+		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentitySpec{ResourceID: *f.ids[0].ID, ClientID: *f.ids[0].Properties.ClientID}},
+		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "mi", Selector: "mi"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{aadv1.PodLabel: "mi"}},
+			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
+	} {
+		if err := kc.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = kc.Delete(context.Background(), node) })
+	metricsURL := podidentitytest.StartControllerWithMetrics(t, devenvtest.ControlPlane(t).RESTConfig, podidentity.Options{Compute: &podidentity.ARMCompute{
+		Credential: f.owner, Options: f.opts, PollFrequency: 20 * time.Millisecond}})
+	const failed = "aadpodidentity_cloud_provider_operations_errors_count"
+	before := scrape(t, metricsURL)
+	eventually(t, "a failed scale set read counted", func(context.Context) (bool, error) {
+		body, err := metricstest.Scrape(metricsURL)
+		return err == nil && metricstest.Sum(body, failed, `operation_type="vmss_get"`) > metricstest.Sum(before, failed, `operation_type="vmss_get"`), nil
+	})
+	var a aadv1.AzureAssignedIdentity
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-" + ns + "-mi"}, &a); err != nil || a.Status.Status != aadv1.AssignedIDCreated {
+		t.Fatalf("the assignment on a missing scale set: %+v %v", a.Status, err)
+	}
+	body := scrape(t, metricsURL)
+	if strings.Contains(body, "ss-gone") || strings.Contains(body, f.c.Settings().SubscriptionID) {
+		t.Error("the metrics name a resource or a subscription")
+	}
+}
+
+// scrape reads the manager's metrics endpoint, waiting for it to serve.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	var body string
+	eventually(t, "the metrics endpoint", func(context.Context) (bool, error) {
+		var err error
+		body, err = metricstest.Scrape(url)
+		return err == nil, nil
+	})
+	return body
 }
 
 // In managed mode the identities are already on the nodes: assignments go straight to Assigned

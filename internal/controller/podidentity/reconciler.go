@@ -90,6 +90,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if !opts.Managed && opts.Compute == nil {
 		return fmt.Errorf("set up pod identity controller: no ARM client outside managed mode")
 	}
+	registerMetrics()
 	r := &Reconciler{c: mgr.GetClient(), rec: record.New(mgr.GetEventRecorder("cerulean-podidentity")), opts: opts}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Pod{}, indexPodNode, func(o client.Object) []string {
@@ -193,7 +194,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 	pl := planAssignments(g.want, g.existing)
 	if err := parallel(ctx, pl.create, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
-		if err := r.c.Create(ctx, a); err != nil && !apierrors.IsAlreadyExists(err) {
+		start := time.Now()
+		err := r.c.Create(ctx, a)
+		if apierrors.IsAlreadyExists(err) {
+			return nil // created by an earlier pass whose cache was behind: no addition
+		}
+		observeWrite(opAddition, start, err)
+		if err != nil {
 			return fmt.Errorf("create assigned identity: %w", err)
 		}
 		return nil
@@ -357,7 +364,9 @@ func (r *Reconciler) assign(ctx context.Context, comp *podidentity.Compute, pl a
 		}
 		return out, nil
 	}
+	start := time.Now()
 	system, current, err := r.opts.Compute.Identities(ctx, *comp)
+	observeCloud(cloudOperation(*comp, false), start, err)
 	if err != nil {
 		return out, fmt.Errorf("read identities of %s: %w", comp.ID, err)
 	}
@@ -386,7 +395,13 @@ func (r *Reconciler) assign(ctx context.Context, comp *podidentity.Compute, pl a
 // deleteStale deletes stale assignments once their identities are off the resource.
 func (r *Reconciler) deleteStale(ctx context.Context, comp *podidentity.Compute, stale []*aadv1.AzureAssignedIdentity, removals []string) error {
 	if err := parallel(ctx, stale, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
-		if err := r.c.Delete(ctx, a); err != nil && !apierrors.IsNotFound(err) {
+		start := time.Now()
+		err := r.c.Delete(ctx, a)
+		if apierrors.IsNotFound(err) {
+			return nil // deleted by an earlier pass whose cache was behind: counted then
+		}
+		observeWrite(opDeletion, start, err)
+		if err != nil {
 			return fmt.Errorf("delete assigned identity: %w", err)
 		}
 		return nil
@@ -428,6 +443,7 @@ func (r *Reconciler) record(ctx context.Context, g gathered, pl assignPlan, out 
 				mu.Unlock()
 				return nil
 			}
+			kubeErrors.WithLabelValues(opUpdateStatus).Inc()
 			return fmt.Errorf("update assigned identity: %w", err)
 		}
 		switch {
@@ -470,7 +486,9 @@ func (r *Reconciler) patch(ctx context.Context, comp podidentity.Compute, system
 	failed := map[string]error{}
 	for {
 		remaining := current + len(adds) - len(removals)
+		start := time.Now()
 		err := r.opts.Compute.Update(ctx, comp, system, adds, removals, remaining)
+		observeCloud(cloudOperation(comp, true), start, err)
 		if err == nil {
 			return adds, failed
 		}

@@ -38,6 +38,7 @@ import (
 	"github.com/cerulean/cerulean/internal/helmchart"
 	"github.com/cerulean/cerulean/internal/images"
 	"github.com/cerulean/cerulean/internal/manifests"
+	"github.com/cerulean/cerulean/internal/metricstest"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 	"github.com/cerulean/cerulean/internal/webhook/armgrants"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
@@ -75,13 +76,13 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodeAgentPort := strconv.Itoa(freePort(t))
+	nodeAgentPort, nodeAgentMetricsPort := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
 	values := []string{
 		"image.pullPolicy=Never", // imported into the node; nothing can be pulled here
 		"nodeAgent.enabled=true", "csiProvider.enabled=true",
 		// The node agent shares the machine's network: a port free here, and the node's bridge
 		// as the interface pods' traffic arrives on.
-		"nodeAgent.port=" + nodeAgentPort, "nodeAgent.podInterfaces={" + devenv.Bridge + "}",
+		"nodeAgent.port=" + nodeAgentPort, "nodeAgent.metrics.port=" + nodeAgentMetricsPort, "nodeAgent.podInterfaces={" + devenv.Bridge + "}",
 		// The provider's socket in a directory of the node's, not the machine's.
 		"csiProvider.providersDir=" + filepath.Join(node.Dir, "csi-providers"),
 		"manager.podIdentity=managed", // no ARM writes: this cluster has no cloud
@@ -125,6 +126,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	webhookCA := injectedCA(t, cs)
 	serving(t, filepath.Join(node.Dir, "csi-providers", "azure.sock"), net.JoinHostPort(node.IP, nodeAgentPort))
 	imdsReachesTheAgent(t, cs)
+	agentMetrics(t, "http://"+net.JoinHostPort(node.IP, nodeAgentMetricsPort))
 
 	// The in-cluster webhook, reached through its Service, mutates a labelled pod.
 	mutated(t, cs, "before-upgrade")
@@ -225,6 +227,23 @@ func serving(t *testing.T, socket, agent string) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "podname and podns") {
 		t.Errorf("the node agent answered /host/token/ without podname and podns with %s %s, want 400 asking for them", resp.Status, body)
+	}
+}
+
+// agentMetrics reads the DaemonSet's agent's metrics port: aad-pod-identity's NMI series count
+// the refusals above, the host's request without pod headers and the probe pod's.
+func agentMetrics(t *testing.T, base string) {
+	t.Helper()
+	body, err := metricstest.Scrape(base)
+	if err != nil {
+		t.Fatalf("the node agent's metrics: %v", err)
+	}
+	const nmi = "aadpodidentity_nmi_operations_duration_seconds_count"
+	if got := metricstest.Sum(body, nmi, `operation_type="/host/token/"`, `status_code="400"`, `namespace=""`); got != 1 {
+		t.Errorf("%s for the host's request without pod headers: %v, want 1", nmi, got)
+	}
+	if got := metricstest.Sum(body, nmi, `operation_type="/metadata/identity/oauth2/token"`, `status_code="403"`, `namespace="imds-probe"`); got < 1 {
+		t.Errorf("%s for the probe pod's refusal: %v, want at least 1", nmi, got)
 	}
 }
 

@@ -7,6 +7,7 @@ package podidentitytest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -142,8 +143,36 @@ func StartController(t testing.TB, cfg *rest.Config, opts podidentity.Options) {
 	})
 }
 
+// StartControllerWithMetrics is StartController with the manager's metrics endpoint on a free
+// loopback port; it returns the endpoint's URL.
+func StartControllerWithMetrics(t testing.TB, cfg *rest.Config, opts podidentity.Options) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	stop, err := startController(cfg, opts, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return "http://" + addr
+}
+
 // StartControllerE starts the controller in a manager of its own; stop ends it.
 func StartControllerE(cfg *rest.Config, opts podidentity.Options) (stop func() error, err error) {
+	return startController(cfg, opts, "0")
+}
+
+// startController starts the controller in a manager of its own serving its metrics on
+// metricsAddr ("0": none).
+func startController(cfg *rest.Config, opts podidentity.Options, metricsAddr string) (stop func() error, err error) {
 	ctrl.SetLogger(logr.Discard())
 	scheme, err := NewScheme()
 	if err != nil {
@@ -151,7 +180,7 @@ func StartControllerE(cfg *rest.Config, opts podidentity.Options) (stop func() e
 	}
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: &skip},
 	})
 	if err != nil {

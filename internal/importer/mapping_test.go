@@ -42,7 +42,11 @@ func imported(t *testing.T, o Options, bodies ...[2]string) map[string]Manifest 
 		if err != nil {
 			t.Fatalf("%s: %v", res.id, err)
 		}
-		out[res.id.Name] = m
+		key := res.id.Name
+		if key == "default" { // a storage account's three services
+			key = res.id.ResourceType.Types[len(res.id.ResourceType.Types)-1] + "/default"
+		}
+		out[key] = m
 	}
 	return out
 }
@@ -81,6 +85,10 @@ func TestTypedKindMapping(t *testing.T) {
 		[2]string{st, `{"location":"westus2","kind":"StorageV2","sku":{"name":"Standard_LRS","tier":"Standard"},"properties":{"primaryEndpoints":{"blob":"https://x"},"creationTime":"t","minimumTlsVersion":"TLS1_2","accessTier":"Hot","provisioningState":"Succeeded"}}`},
 		[2]string{st + "/blobServices/default", `{"sku":{"name":"Standard_LRS"},"properties":{"deleteRetentionPolicy":{"enabled":false}}}`},
 		[2]string{st + "/blobServices/default/containers/uploads", `{"properties":{"publicAccess":"None","leaseState":"Available","lastModifiedTime":"t","hasLegalHold":false}}`},
+		[2]string{st + "/queueServices/default", `{"sku":{"name":"Standard_LRS"},"properties":{"cors":{"corsRules":[]}}}`},
+		[2]string{st + "/queueServices/default/queues/jobs", `{"properties":{"metadata":{"team":"a"},"approximateMessageCount":3}}`},
+		[2]string{st + "/tableServices/default", `{"properties":{}}`},
+		[2]string{st + "/tableServices/default/tables/events", `{"properties":{"tableName":"events"}}`},
 		[2]string{aks, `{"location":"westus2","identity":{"type":"SystemAssigned","principalId":"p","tenantId":"t"},"properties":{"dnsPrefix":"aks1","fqdn":"aks1.hcp","oidcIssuerProfile":{"enabled":true,"issuerURL":"https://oidc"},"kubernetesVersion":"1.30"}}`},
 		[2]string{pg, `{"location":"westus2","sku":{"name":"Standard_B1ms","tier":"Burstable"},"properties":{"version":"16","administratorLogin":"shopadmin","storage":{"storageSizeGB":32},"fullyQualifiedDomainName":"shop-pg.postgres.database.azure.com","state":"Ready"}}`},
 		[2]string{pg + "/databases/shop", `{"properties":{"charset":"UTF8","collation":"en_US.utf8"}}`},
@@ -101,10 +109,18 @@ func TestTypedKindMapping(t *testing.T) {
 			`{"azureName":"6f0b5e3a-1d43-4a53-8f4b-0a2f4d5f8e11","owner":{"group":"resources.azure.com","kind":"ResourceGroup","name":"team-rg"},"principalId":"p","principalType":"ServicePrincipal","roleDefinitionReference":{"armId":"` + reader + `"}}`},
 		"shopstorage": {"storage.azure.com/v1api20230101", "StorageAccount", "shopstorage",
 			`{"accessTier":"Hot","kind":"StorageV2","location":"westus2","minimumTlsVersion":"TLS1_2","owner":{"name":"team-rg"},"sku":{"name":"Standard_LRS","tier":"Standard"}}`},
-		"default": {"storage.azure.com/v1api20230101", "StorageAccountsBlobService", "shopstorage-default",
+		"blobServices/default": {"storage.azure.com/v1api20230101", "StorageAccountsBlobService", "shopstorage-default",
 			`{"azureName":"default","deleteRetentionPolicy":{"enabled":false},"owner":{"name":"shopstorage"}}`},
+		"queueServices/default": {"storage.azure.com/v1api20230101", "StorageAccountsQueueService", "shopstorage-default",
+			`{"azureName":"default","cors":{"corsRules":[]},"owner":{"name":"shopstorage"}}`},
+		"tableServices/default": {"storage.azure.com/v1api20230101", "StorageAccountsTableService", "shopstorage-default",
+			`{"azureName":"default","owner":{"name":"shopstorage"}}`},
 		"uploads": {"storage.azure.com/v1api20230101", "StorageAccountsBlobServicesContainer", "shopstorage-default-uploads",
 			`{"azureName":"uploads","owner":{"name":"shopstorage-default"},"publicAccess":"None"}`},
+		"jobs": {"storage.azure.com/v1api20230101", "StorageAccountsQueueServicesQueue", "shopstorage-default-jobs",
+			`{"azureName":"jobs","metadata":{"team":"a"},"owner":{"name":"shopstorage-default"}}`},
+		"events": {"storage.azure.com/v1api20230101", "StorageAccountsTableServicesTable", "shopstorage-default-events",
+			`{"azureName":"events","owner":{"name":"shopstorage-default"}}`},
 		"aks1": {"containerservice.azure.com/v1api20240901", "ManagedCluster", "aks1",
 			`{"dnsPrefix":"aks1","identity":{"type":"SystemAssigned"},"kubernetesVersion":"1.30","location":"westus2","oidcIssuerProfile":{"enabled":true},"owner":{"name":"team-rg"}}`},
 		"shop-pg": {"dbforpostgresql.azure.com/v1api20240801", "FlexibleServer", "shop-pg",

@@ -26,6 +26,9 @@ type CLIOptions struct {
 // RunCLI is `cerulean import ARMID...`: it reads with the credential of the AZURE_* variables
 // (as rollout and doctor do) and writes the manifests only once every resource was read.
 func RunCLI(ctx context.Context, o CLIOptions) error {
+	if err := checkPolicy(o.ReconcilePolicy); err != nil {
+		return err
+	}
 	versions := map[string]string{}
 	for _, p := range o.APIVersions {
 		typ, v, ok := strings.Cut(p, "=")

@@ -298,3 +298,20 @@ func TestYAML(t *testing.T) {
 		t.Errorf("read back %v: %v", back, err)
 	}
 }
+
+// Bad flags are refused before anything is read.
+func TestBadFlags(t *testing.T) {
+	env := func(string) string { return "" }
+	for _, tc := range []struct {
+		o    CLIOptions
+		want string
+	}{
+		{CLIOptions{IDs: []string{rg}, APIVersions: []string{"2021-11-01"}}, `--api-version "2021-11-01": want TYPE=VERSION`},
+		{CLIOptions{IDs: []string{rg}, ReconcilePolicy: "adopt"}, `reconcile policy "adopt": want manage, skip or detach-on-delete`},
+	} {
+		tc.o.Getenv = env
+		if err := RunCLI(t.Context(), tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}

@@ -29,6 +29,11 @@ func RunCLI(ctx context.Context, o CLIOptions) error {
 	if err := checkPolicy(o.ReconcilePolicy); err != nil {
 		return err
 	}
+	for _, id := range o.IDs { // bad input is named before the credential is asked for
+		if _, err := parseID(id); err != nil {
+			return err
+		}
+	}
 	versions := map[string]string{}
 	for _, p := range o.APIVersions {
 		typ, v, ok := strings.Cut(p, "=")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 )
@@ -77,7 +78,7 @@ func (r *sdkReader) get(ctx context.Context, id, apiVersion string) (map[string]
 		return nil, err
 	}
 	var resp *http.Response
-	if _, err := c.GetByID(runtime.WithCaptureResponse(ctx, &resp), id, apiVersion, nil); err != nil {
+	if _, err := c.GetByID(policy.WithCaptureResponse(ctx, &resp), id, apiVersion, nil); err != nil {
 		return nil, err
 	}
 	raw, err := runtime.Payload(resp)

@@ -81,7 +81,7 @@ func WriteDir(dir string, ms []Manifest) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	names := map[string]bool{}
@@ -107,9 +107,6 @@ func WriteDir(dir string, ms []Manifest) (err error) {
 		_, werr := f.Write(docs[i])
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
-		}
-		if werr == nil {
-			werr = os.Chmod(f.Name(), 0o644)
 		}
 		if werr != nil {
 			return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)

@@ -22,7 +22,8 @@ import (
 // Import round trip: the samples (config/samples and the app's Azure services) go Ready through
 // the manager; `cerulean import` of their two resource groups writes manifests with no secret
 // in them; the objects are deleted with detach-on-delete and the imported files applied in
-// their place: every resource is Ready, adopted (the same ARM id), and ARM sees no write at all.
+// their place: every resource is Ready, adopted (the same ARM id), and ARM sees no write at all;
+// an adopted object is managed: deleting it deletes its resource.
 func TestImportRoundTrip(t *testing.T) {
 	c := kube(t)
 	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
@@ -136,6 +137,25 @@ func TestImportRoundTrip(t *testing.T) {
 			}
 		}
 		t.Errorf("adopting %d imported resources sent %d ARM writes, want 0", len(imported), n)
+	}
+	// Adopted is managed: deleting an imported object deletes its Azure resource.
+	for _, u := range imported {
+		if u.GetKind() != "StorageAccountsBlobServicesContainer" {
+			continue
+		}
+		if err := c.Delete(t.Context(), u); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, c, u, time.Minute)
+		deletes := 0
+		for _, e := range log.Entries(reqlog.Filter{Service: "arm", Method: "DELETE", Since: since}) {
+			if strings.HasSuffix(strings.ToLower(e.Path), "/containers/uploads") {
+				deletes++
+			}
+		}
+		if deletes != 1 {
+			t.Errorf("deleting the imported container sent %d DELETEs of it, want 1", deletes)
+		}
 	}
 	names := make([]string, 0, len(files))
 	for _, f := range files {

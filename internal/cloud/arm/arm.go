@@ -257,6 +257,9 @@ func (s *Service) dispatch(r *http.Request, h http.Header) (httpx.Response, erro
 		return httpx.Response{}, err
 	}
 	reqlog.SetPrincipal(r.Context(), caller.ObjectID)
+	if res, ok, err := s.listing(r, caller); ok {
+		return res, err
+	}
 	path := CleanPath(r.URL.Path)
 	id, err := armid.Parse(path)
 	if err != nil {

@@ -272,7 +272,10 @@ func (s *Supervisor) SetParameter(ctx context.Context, server, login, name, valu
 		"ALTER SYSTEM SET "+pgx.Identifier{name}.Sanitize()+" = "+literal(value), "SELECT pg_reload_conf()")
 }
 
-// Parameter is one row of pg_settings.
+// SourceUser is a Parameter's Source when it was set with ALTER SYSTEM (postgresql.auto.conf).
+const SourceUser = "user"
+
+// Parameter is one row of pg_settings; Source is SourceUser or PostgreSQL's own source.
 type Parameter struct {
 	Name, Value, Description, DataType, Default, Unit, Source string
 	Restart                                                   bool
@@ -290,7 +293,7 @@ func (s *Supervisor) Parameters(ctx context.Context, server, login, name string)
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	rows, err := c.Query(ctx, `SELECT name, coalesce(setting,''), coalesce(short_desc,''), vartype, coalesce(boot_val,''),
-		coalesce(unit,''), source, context = 'postmaster' FROM pg_settings WHERE $1 = '' OR name = $1 ORDER BY name`, name)
+		coalesce(unit,''), CASE WHEN sourcefile LIKE '%postgresql.auto.conf' THEN 'user' ELSE source END, context = 'postmaster' FROM pg_settings WHERE $1 = '' OR name = $1 ORDER BY name`, name)
 	if err != nil {
 		return nil, err
 	}

@@ -211,6 +211,13 @@ func testPostgres(t *testing.T, e *env) {
 	if err != nil || *cfg.Properties.Value != "8192" {
 		t.Fatalf("work_mem: %v %v", cfg, err)
 	}
+	// Azure's id and source: a parameter someone set is user-override, the others system-default.
+	if !strings.HasSuffix(*cfg.ID, "/flexibleServers/pg-app/configurations/work_mem") || *cfg.Properties.Source != "user-override" {
+		t.Errorf("work_mem: id %s, source %s", *cfg.ID, *cfg.Properties.Source)
+	}
+	if other, err := configs.Get(ctx, "rg", "pg-app", "DateStyle", nil); err != nil || *other.Properties.Source != "system-default" {
+		t.Errorf("DateStyle: %v %v", other, err)
+	}
 
 	// Dropping the database drops it in the engine.
 	dd, err := dbs.BeginDelete(ctx, "rg", "pg-app", "orders", nil)

@@ -216,9 +216,14 @@ type configJSON struct {
 }
 
 func configView(server armid.ID, x engines.Parameter) configJSON {
-	return configJSON{ID: server.Child(ConfigType, x.Name).String(), Name: x.Name, Type: ConfigType, Properties: map[string]any{
+	// Azure's sources are two: a value someone set (ALTER SYSTEM, through ARM) or the default.
+	source := "system-default"
+	if x.Source == engines.SourceUser {
+		source = "user-override"
+	}
+	return configJSON{ID: server.Child("configurations", x.Name).String(), Name: x.Name, Type: ConfigType, Properties: map[string]any{
 		"value": x.Value, "description": x.Description, "defaultValue": x.Default, "dataType": x.DataType,
-		"source": x.Source, "isConfigPendingRestart": false, "isDynamicConfig": !x.Restart, "isReadOnly": false, "unit": x.Unit,
+		"source": source, "isConfigPendingRestart": false, "isDynamicConfig": !x.Restart, "isReadOnly": false, "unit": x.Unit,
 	}}
 }
 

@@ -26,7 +26,8 @@ func newManagerCommand() *cobra.Command {
 		Use:   "manager",
 		Short: "Run the controllers: Azure resources from manifests",
 		Long: `Reconciles Azure Service Operator v2 resources (ResourceGroup, UserAssignedIdentity,
-FederatedIdentityCredential, Vault, RoleAssignment, StorageAccount, ManagedCluster) through ARM.
+FederatedIdentityCredential, Vault, RoleAssignment, StorageAccount, ManagedCluster, ...) through
+ARM, and cerulean.dev AzureResource (any ARM type) for the types --generic-resource-types allows.
 
 Environment: the global credential and cloud as AZURE_TENANT_ID, AZURE_CLIENT_ID,
 AZURE_CLIENT_SECRET (or AZURE_CLIENT_CERTIFICATE_PATH), AZURE_SUBSCRIPTION_ID, AZURE_AUTHORITY_HOST,

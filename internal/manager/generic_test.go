@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func generic(name, typ, version string, owner []string, body map[string]any) *un
 
 // armCall sends one request with the cloud's owner credential through the SDK's pipeline and
 // decodes the answer; 0 status means the call itself failed.
-func armCall(t *testing.T, az *cloud.Cloud, method, path, version string) (int, map[string]any) {
+func armCall(t *testing.T, az *cloud.Cloud, method, path, version string, body ...map[string]any) (int, map[string]any) {
 	t.Helper()
 	c, err := arm.NewClient("test", "v1.0.0", cloudtest.OwnerCred(t, az), cloudtest.ARMOptions(az))
 	if err != nil {
@@ -51,6 +52,11 @@ func armCall(t *testing.T, az *cloud.Cloud, method, path, version string) (int, 
 	q := req.Raw().URL.Query()
 	q.Set("api-version", version)
 	req.Raw().URL.RawQuery = q.Encode()
+	if len(body) > 0 {
+		if err := runtime.MarshalAsJSON(req, body[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
 	resp, err := c.Pipeline().Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -162,6 +168,17 @@ func TestGenericKindReconcilesAnyType(t *testing.T) {
 	if gets := log.Count(reqlog.Filter{Service: "arm", Method: "GET", Since: since}); gets < len(all) {
 		t.Errorf("steady state sent %d GETs, want at least one per resource (%d)", gets, len(all))
 	}
+
+	// Drift: a value the spec sets, changed in Azure, is put back at the next sync.
+	if code, _ := armCall(t, az, http.MethodPut, wantIDs["jobs"], "2021-11-01",
+		map[string]any{"properties": map[string]any{"maxDeliveryCount": 9}}); code != http.StatusOK {
+		t.Fatalf("drift the queue: %d", code)
+	}
+	eventually(t, time.Minute, "the queue's maxDeliveryCount put back", func() (bool, string) {
+		_, res := armCall(t, az, http.MethodGet, wantIDs["jobs"], "2021-11-01")
+		props, _ := res["properties"].(map[string]any)
+		return props["maxDeliveryCount"] == float64(5), fmt.Sprint(props)
+	})
 
 	// Deletion: the detach-on-delete queue stays in Azure; the account goes.
 	deleteSince := log.Last()

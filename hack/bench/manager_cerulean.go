@@ -76,8 +76,6 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 		"--kubeconfig=" + s.me.cp.Kubeconfig,
 		"--health-addr=127.0.0.1:" + strconv.Itoa(health),
 		"--metrics-addr=0",
-		// The generic kind's section creates this type as AzureResource; no other section has one.
-		"--generic-resource-types=" + genericBenchType,
 	}
 	if *mgrVerbose {
 		args = append(args, "--v")

@@ -70,7 +70,6 @@ type peerResult struct {
 	window                time.Duration // steady state counted
 	reads, writes, tokens int           // ARM reads, ARM writes and token requests in the window
 	peakRSS               int64         // bytes, the process's high-water mark over the whole run
-	cpuToReady            time.Duration // the process's user + system CPU from its start until every object was Ready
 }
 
 // perResourceHour scales a count over the steady-state window to one resource and one hour.
@@ -258,7 +257,6 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *
 	}
 	res.ready, err = waitReady(ctx, me.dyn, ns, wl.gvrs, len(objs), *mgrCap, proc)
 	res.readyIn = time.Since(start)
-	res.cpuToReady = proc.cpuTime()
 	switch {
 	case errors.Is(err, errCapReached):
 		// Recorded, not fatal: the row says how many were Ready within the cap.
@@ -523,24 +521,6 @@ func startProcess(bin string, args, env []string, logPath string) (*managerProce
 		}
 	}()
 	return p, nil
-}
-
-// cpuTime is the user + system CPU the process has used so far (/proc/PID/stat, in clock
-// ticks of USER_HZ, 100 on Linux); 0 once it has exited.
-func (p *managerProcess) cpuTime() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	// The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * (time.Second / 100)
 }
 
 // sample reads the process's peak resident set (VmHWM, which the kernel keeps) while it runs.

@@ -21,11 +21,13 @@ func newManagerCommand() *cobra.Command {
 	var hookHost, hookService, hookNamespace string
 	var exportVault string
 	var allowIDs, allowScopes bool
+	var genericTypes []string
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the controllers: Azure resources from manifests",
 		Long: `Reconciles Azure Service Operator v2 resources (ResourceGroup, UserAssignedIdentity,
-FederatedIdentityCredential, Vault, RoleAssignment, StorageAccount, ManagedCluster) through ARM.
+FederatedIdentityCredential, Vault, RoleAssignment, StorageAccount, ManagedCluster, ...) through
+ARM, and cerulean.dev AzureResource (any ARM type) for the types --generic-resource-types allows.
 
 Environment: the global credential and cloud as AZURE_TENANT_ID, AZURE_CLIENT_ID,
 AZURE_CLIENT_SECRET (or AZURE_CLIENT_CERTIFICATE_PATH), AZURE_SUBSCRIPTION_ID, AZURE_AUTHORITY_HOST,
@@ -43,6 +45,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 			opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr = poll, leader, leaderNS, metrics, health
 			opts.PodIdentity = podIdentity
 			opts.AllowUngrantedIdentities, opts.AllowUngrantedScopes = allowIDs, allowScopes
+			opts.GenericResourceTypes = genericTypes
 			rc, err := manager.RESTConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -70,6 +73,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 	f.StringVar(&exportVault, "export-key-vault", "", "Key Vault URL for secret exports (default: CERULEAN_EXPORT_KEY_VAULT; none: Kubernetes Secrets)")
 	f.BoolVar(&allowIDs, "allow-ungranted-identities", false, "let any namespace use any pod identity, as aad-pod-identity does (default: only identities a NamespaceGrant gives the namespace)")
 	f.BoolVar(&allowScopes, "allow-ungranted-scopes", false, "trust the global credential cluster-wide, as Azure Service Operator does (default: a namespace's resources stay inside the ARM scopes a NamespaceGrant gives it)")
+	f.StringSliceVar(&genericTypes, "generic-resource-types", nil, `ARM types the generic kind (AzureResource) may create, comma-separated, case-insensitive; "Namespace/*" allows a provider's every type (default: none, every AzureResource is refused)`)
 	f.BoolVar(&verbose, "v", false, "log at debug level")
 	f.IntVar(&hookPort, "webhook-port", 0, "serve the admission webhooks (workload identity) on this port; 0 serves none")
 	f.StringVar(&hookHost, "webhook-host", "127.0.0.1", "address the webhooks listen on (registered by URL unless --webhook-service)")

@@ -176,6 +176,14 @@ func TestManager(t *testing.T) {
 	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || !reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
 		t.Errorf("PodDisruptionBudget %+v does not keep one manager", pdb.Spec)
 	}
+	// The generic kind's allow-list: none by default, the value's list as one flag.
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--generic-resource-types") }) {
+		t.Errorf("args %v allow generic types by default", c.Args)
+	}
+	if !find(t, render(t, "manager.genericResourceTypes={Microsoft.ServiceBus/namespaces,Microsoft.EventHub/*}"), "Deployment", "", &d) ||
+		!slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--generic-resource-types=Microsoft.ServiceBus/namespaces,Microsoft.EventHub/*") {
+		t.Errorf("genericResourceTypes did not reach the flag: %v", d.Spec.Template.Spec.Containers[0].Args)
+	}
 	// One replica: no budget that would block every drain.
 	if find(t, render(t, "manager.replicas=1"), "PodDisruptionBudget", "", &pdb) {
 		t.Error("a PodDisruptionBudget for a single replica")

@@ -116,6 +116,10 @@ type Options struct {
 	// behaviour); by default a resource reconciled with it stays inside the ARM scopes a
 	// NamespaceGrant gives its namespace.
 	AllowUngrantedScopes bool
+	// GenericResourceTypes are the ARM types the generic kind (AzureResource) may reconcile:
+	// types, or prefixes ending in "/*", matched case-insensitively. Empty (the default)
+	// refuses every type.
+	GenericResourceTypes []string
 	// RateLimiter, when set, backs off failing ARM resources instead of the default (per
 	// object, 1s doubling to 5m); tests observe it.
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
@@ -242,7 +246,8 @@ func Run(ctx context.Context, opts Options) error {
 		SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, TokenSource: opts.TokenSource, PodIdentity: opts.PodIdentity,
 		IdentityURL: opts.IdentityURL, Clock: opts.Clock, ControlPlaneResync: opts.ControlPlaneResync,
 		GlobalCredential: opts.GlobalCredential, RateLimiter: opts.RateLimiter, PostgreSQLDial: opts.PostgreSQLDial,
-		AllowUngrantedIdentities: opts.AllowUngrantedIdentities, AllowUngrantedScopes: opts.AllowUngrantedScopes}); err != nil {
+		AllowUngrantedIdentities: opts.AllowUngrantedIdentities, AllowUngrantedScopes: opts.AllowUngrantedScopes,
+		GenericResourceTypes: opts.GenericResourceTypes}); err != nil {
 		return err
 	}
 	if hooks != nil {
@@ -280,6 +285,8 @@ type SetupOptions struct {
 	// AllowUngrantedIdentities and AllowUngrantedScopes turn the NamespaceGrant checks off
 	// (Options).
 	AllowUngrantedIdentities, AllowUngrantedScopes bool
+	// GenericResourceTypes is the generic kind's allow-list (Options.GenericResourceTypes).
+	GenericResourceTypes []string
 	// RateLimiter backs off failing ARM resources (Options.RateLimiter).
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// PostgreSQLDial connects the User controller to servers (nil: resolve their Azure names);
@@ -309,7 +316,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 			KeyVault: kv, ExportKeyVault: opts.ExportKeyVault,
 			Recorder: mgr.GetEventRecorder("cerulean-manager"), APIReader: mgr.GetAPIReader(),
 			SyncPeriod: opts.SyncPeriod, PollInterval: opts.PollInterval, RateLimiter: opts.RateLimiter,
-			AllowUngrantedScopes: opts.AllowUngrantedScopes,
+			AllowUngrantedScopes: opts.AllowUngrantedScopes, GenericResourceTypes: opts.GenericResourceTypes,
 		})
 		if err := r.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("set up %s controller: %w", k.GVK.Kind, err)

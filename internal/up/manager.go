@@ -17,6 +17,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/arm/generic"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/manager"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
@@ -90,6 +91,8 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 			MetricsAddr: "0", HealthAddr: "0",
 			Logger:   logr.FromSlogHandler(slog.NewJSONHandler(logFile, nil)),
 			Webhooks: &webhooks.Options{Namespace: "default", Host: "127.0.0.1", Port: hookPort},
+			// The generic kind may create what the local cloud answers for (it answers nothing else).
+			GenericResourceTypes: generic.Types(),
 		})
 	}()
 	return done, nil

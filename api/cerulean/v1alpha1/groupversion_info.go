@@ -1,5 +1,6 @@
 // Package v1alpha1 holds Cerulean's own API, group cerulean.dev, version v1alpha1: kinds with no
-// upstream equivalent (ControlPlaneIdentities, the HyperShift flow's per-component credentials).
+// upstream equivalent (ControlPlaneIdentities, the HyperShift flow's per-component credentials;
+// NamespaceGrant; AzureResource, any ARM resource).
 // +kubebuilder:object:generate=true
 // +groupName=cerulean.dev
 package v1alpha1
@@ -21,7 +22,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &ControlPlaneIdentities{}, &ControlPlaneIdentitiesList{}, &NamespaceGrant{}, &NamespaceGrantList{})
+	s.AddKnownTypes(GroupVersion, &ControlPlaneIdentities{}, &ControlPlaneIdentitiesList{}, &NamespaceGrant{}, &NamespaceGrantList{}, &AzureResource{}, &AzureResourceList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

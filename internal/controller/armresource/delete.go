@@ -39,6 +39,9 @@ func (p *pass) delete(ctx context.Context) (ctrl.Result, error) {
 		return p.release(ctx, "Deleted", "Never created in Azure: nothing to delete")
 	case r.opts.Kind.NoDelete:
 		return p.release(ctx, "Detached", "Azure has no delete for this kind: the value stays until its owner is deleted")
+	case p.targetErr != nil:
+		// A type the manager may not reconcile is never deleted either: it did not create it.
+		return p.release(ctx, "Detached", "No Azure resource was deleted: "+p.targetErr.Error())
 	}
 	crdGone, err := lifecycle.CRDDeleting(ctx, r.crdReader(), r.RESTMapper(), r.opts.Kind.GVK)
 	if err != nil {
@@ -82,7 +85,7 @@ type deleteResult struct {
 // resumeDelete polls a recorded DELETE (when its token may be followed); done reports that
 // the pass's outcome is decided.
 func (p *pass) resumeDelete(ctx context.Context, reader armAPI, token string) (deleteResult, bool) {
-	if err := p.r.checkToken(token, p.id, p.r.opts.Kind.ARMType); err != nil {
+	if err := p.r.checkToken(token, p.id, p.armType); err != nil {
 		p.dropToken(ctx, err)
 	} else if poller, err := reader.resume(token); err == nil {
 		done, wait, perr := stepPoller(ctx, poller)
@@ -96,7 +99,7 @@ func (p *pass) resumeDelete(ctx context.Context, reader armAPI, token string) (d
 			return deleteResult{res, err}, true
 		}
 	}
-	if _, err := reader.get(ctx, p.id, p.r.opts.Kind.APIVersion); isNotFound(err) {
+	if _, err := reader.get(ctx, p.id, p.apiVersion); isNotFound(err) {
 		res, err := p.release(ctx, "Deleted", "Deleted in Azure")
 		return deleteResult{res, err}, true
 	}
@@ -113,7 +116,7 @@ func (p *pass) sendDelete(ctx context.Context) (ctrl.Result, error) {
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	poller, err := writer.beginDelete(ctx, p.id, p.r.opts.Kind.APIVersion)
+	poller, err := writer.beginDelete(ctx, p.id, p.apiVersion)
 	if errors.Is(err, errGone) {
 		return p.release(ctx, "Deleted", "Deleted in Azure")
 	}
@@ -152,10 +155,7 @@ func (p *pass) deleteID(ctx context.Context) (string, error) {
 // matchesSpec reports whether id is a resource of this kind with the spec's name in sub.
 func (r *Reconciler) matchesSpec(id string, obj *unstructured.Unstructured, sub string) bool {
 	k := r.opts.Kind
-	suffix := "/providers/" + k.ARMType + "/" + r.azureName(obj)
-	if k.Owner == OwnerChild {
-		suffix = "/" + k.ChildSegment + "/" + r.azureName(obj)
-	}
+	suffix := k.idSuffix(k.armTypeOf(obj), r.azureName(obj))
 	return id != "" && strings.EqualFold(subscriptionOf(id), sub) && strings.HasSuffix(strings.ToLower(id), strings.ToLower(suffix))
 }
 

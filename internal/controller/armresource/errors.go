@@ -83,6 +83,8 @@ func classify(err error, sync time.Duration, pollAfter func(time.Duration) time.
 		o.Severity, o.Reason = shared.SeverityWarning, shared.ReasonReferenceNotFound
 	case errors.Is(err, errNotGranted):
 		o.Severity, o.Reason = shared.SeverityError, ReasonNotGranted // backoff: a grant added later heals it
+	case errors.Is(err, errTypeNotAllowed):
+		o.Severity, o.Reason, o.Retry = shared.SeverityError, ReasonTypeNotAllowed, RetryNever
 	case errors.Is(err, errSubscription):
 		o.Severity, o.Reason, o.Retry = shared.SeverityError, shared.ReasonSubscriptionMismatch, RetryNever
 	case errors.Is(err, errCredential), errors.Is(err, errSecret):

@@ -40,7 +40,7 @@ func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured,
 		if err != nil {
 			return fmt.Errorf("%w: %w", errExport, err)
 		}
-		v, err := exports.EvaluateWith(self, secret, exprs)
+		v, err := exports.EvaluateJSON(self, secret, exprs)
 		if errors.Is(err, exports.ErrExpression) {
 			return fmt.Errorf("%w: %w", errInvalidSpec, err) // fixed only by a spec change
 		}
@@ -77,14 +77,27 @@ func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured,
 }
 
 // secretValues are the kind's secret values when a Secret expression may read them, else nil.
-func (r *Reconciler) secretValues(ctx context.Context, env *exportEnv, exprs []exports.Expression) (map[string]string, error) {
-	if r.opts.Kind.SecretValues == nil {
+func (r *Reconciler) secretValues(ctx context.Context, env *exportEnv, exprs []exports.Expression) (map[string]any, error) {
+	k := r.opts.Kind
+	if k.SecretValues == nil && k.SecretAnswer == nil {
 		return nil, nil
 	}
 	for _, e := range exprs {
-		if e.Kind == exports.KindSecret {
-			return r.opts.Kind.SecretValues(ctx, env)
+		if e.Kind != exports.KindSecret {
+			continue
 		}
+		if k.SecretAnswer != nil {
+			return k.SecretAnswer(ctx, env)
+		}
+		vals, err := k.SecretValues(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]any, len(vals))
+		for name, v := range vals {
+			out[name] = v
+		}
+		return out, nil
 	}
 	return nil, nil
 }
@@ -118,6 +131,7 @@ func expressions(obj *unstructured.Unstructured) []exports.Expression {
 
 // exportEnv is what Exports may use.
 type exportEnv struct {
+	obj        *unstructured.Unstructured
 	cred       *credentials.Credential
 	reader     armAPI
 	id         string

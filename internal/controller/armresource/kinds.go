@@ -24,6 +24,10 @@ const (
 	OwnerChild
 	// OwnerScope means {owner}/providers/{type}/{name}, the owner any resource (a RoleAssignment's scope).
 	OwnerScope
+	// OwnerByType is the generic kind's: the owner is any resource, and the object's type
+	// decides (generic.go): {owner}/providers/{type}/{name} for Namespace/type, else
+	// {owner}/{last type segment}/{name}, the owner then a resource of the parent type.
+	OwnerByType
 )
 
 // Kind is the small per-kind adapter the generic reconciler is given.
@@ -61,6 +65,12 @@ type Kind struct {
 	PropertyKeys []string
 	// NoDelete says ARM has no DELETE for the kind: deleting the object only releases it.
 	NoDelete bool
+	// Target, when set, reads the ARM type and api-version from each object instead of ARMType
+	// and APIVersion (the generic kind, generic.go); the reconciler's allow-list must admit the type.
+	Target func(obj *unstructured.Unstructured) (armType, apiVersion string, err error)
+	// SecretAnswer, when set, is what secretExpressions see as `secret`, as JSON (the generic
+	// kind's action answer); it replaces SecretValues.
+	SecretAnswer func(ctx context.Context, env *exportEnv) (map[string]any, error)
 	// DriftIgnore are body paths (dotted) ARM answers in its own form (a Redis's redisVersion
 	// "6" reads back "6.0.x"): not compared for drift; a change of the spec still applies them.
 	DriftIgnore []string
@@ -123,7 +133,7 @@ func Kinds() []Kind {
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			Exports: statusExports(map[string]string{"oidcIssuerProfile": "oidcIssuerProfile.issuerURL"}),
 		},
-	}, serviceKinds()...)
+	}, append(serviceKinds(), genericKind())...)
 }
 
 // roleAssignmentName is ASO's stable name for an assignment without azureName: a UUIDv5 of

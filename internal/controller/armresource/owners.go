@@ -43,12 +43,14 @@ func (r *Reconciler) armID(ctx context.Context, obj *unstructured.Unstructured, 
 	if sub := subscriptionOf(parent); sub != "" && !strings.EqualFold(sub, cred.SubscriptionID) {
 		return "", fmt.Errorf("%w: the owner is in subscription %s, the credential (%s) in %s", errSubscription, sub, cred.Source, cred.SubscriptionID)
 	}
-	switch k.Owner {
-	case OwnerChild:
-		return parent + "/" + k.ChildSegment + "/" + name, nil
-	default:
-		return parent + "/providers/" + k.ARMType + "/" + name, nil
+	typ := k.armTypeOf(obj)
+	id := parent + k.idSuffix(typ, name)
+	if k.Owner == OwnerByType {
+		if err := checkIDType(id, typ); err != nil {
+			return "", err
+		}
 	}
+	return id, nil
 }
 
 func subscriptionOf(id string) string {

@@ -27,6 +27,10 @@ type pass struct {
 	id      string
 	status  map[string]any // ARM's view, in the status shape
 	armSeen bool           // status holds a fresh ARM view
+	// armType and apiVersion address the resource in ARM (the kind's, or a generic object's
+	// own); targetErr is why they could not be had (an invalid or disallowed type).
+	armType, apiVersion string
+	targetErr           error
 }
 
 func (r *Reconciler) newPass(obj *unstructured.Unstructured) (*pass, error) {
@@ -35,7 +39,9 @@ func (r *Reconciler) newPass(obj *unstructured.Unstructured) (*pass, error) {
 		return nil, err
 	}
 	orig, _, _ := unstructured.NestedMap(obj.Object, "status")
-	return &pass{r: r, obj: obj, ph: ph, orig: orig}, nil
+	p := &pass{r: r, obj: obj, ph: ph, orig: orig}
+	p.armType, p.apiVersion, p.targetErr = r.target(obj)
+	return p, nil
 }
 
 // run is gather → plan → apply. It returns nil when the resource matches its spec (or, with
@@ -67,6 +73,9 @@ type gathered struct {
 // credential, the ARM id the spec names, the request body and its exports' expressions.
 func (p *pass) gather(ctx context.Context) (gathered, error) {
 	g := gathered{policy: p.obj.GetAnnotations()[AnnotationReconcilePolicy]}
+	if p.targetErr != nil { // first: a disallowed type reaches nothing, not even a credential
+		return g, p.targetErr
+	}
 	cred, err := p.r.credential(ctx, p.obj)
 	if err != nil {
 		return g, err
@@ -93,7 +102,7 @@ func (p *pass) gather(ctx context.Context) (gathered, error) {
 	g.hash = bodyHash(g.body)
 	ann := p.obj.GetAnnotations()
 	if token := ann[AnnotationPollerToken]; token != "" && ann[AnnotationPollerID] != pollerDelete {
-		if err := p.r.checkToken(token, p.id, p.r.opts.Kind.ARMType); err != nil {
+		if err := p.r.checkToken(token, p.id, p.armType); err != nil {
 			p.dropToken(ctx, err)
 		} else {
 			g.token = token
@@ -136,7 +145,7 @@ func (p *pass) dropToken(ctx context.Context, why error) {
 
 // observe is the skip policy: read only.
 func (p *pass) observe(ctx context.Context, reader armAPI) error {
-	res, err := reader.get(ctx, p.id, p.r.opts.Kind.APIVersion)
+	res, err := reader.get(ctx, p.id, p.apiVersion)
 	if isNotFound(err) {
 		return fmt.Errorf("%w: %s does not exist in Azure and the reconcile policy is skip", errNotInAzure, p.id)
 	}
@@ -171,7 +180,6 @@ func plan(ann map[string]string, g gathered) step {
 // apply makes ARM hold the spec: resume a running operation, PUT when the body changed or ARM
 // drifted, otherwise one GET.
 func (p *pass) apply(ctx context.Context, reader armAPI, g gathered) error {
-	k := p.r.opts.Kind
 	switch plan(p.obj.GetAnnotations(), g) {
 	case stepResume:
 		res, done, err := p.resume(ctx, reader, g.token)
@@ -189,7 +197,7 @@ func (p *pass) apply(ctx context.Context, reader armAPI, g gathered) error {
 		}
 		fallthrough
 	case stepRead:
-		res, err := reader.get(ctx, p.id, k.APIVersion)
+		res, err := reader.get(ctx, p.id, p.apiVersion)
 		switch {
 		case isNotFound(err):
 			log.FromContext(ctx).Info("Resource missing in Azure; creating it again", "id", p.id)
@@ -225,7 +233,7 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 	if err != nil {
 		return nil, err
 	}
-	poller, wait, err := writer.beginPut(ctx, p.id, p.r.opts.Kind.APIVersion, body)
+	poller, wait, err := writer.beginPut(ctx, p.id, p.apiVersion, body)
 	if err != nil {
 		return nil, fmt.Errorf("create or update %s: %w", p.id, err)
 	}
@@ -307,7 +315,7 @@ func decodeResource(raw json.RawMessage) (map[string]any, error) {
 func (p *pass) finish(ctx context.Context, reader armAPI, res map[string]any) error {
 	if res == nil {
 		var err error
-		if res, err = reader.get(ctx, p.id, p.r.opts.Kind.APIVersion); err != nil {
+		if res, err = reader.get(ctx, p.id, p.apiVersion); err != nil {
 			return fmt.Errorf("read %s: %w", p.id, err)
 		}
 	}
@@ -315,7 +323,7 @@ func (p *pass) finish(ctx context.Context, reader armAPI, res map[string]any) er
 	scrubSecretInputs(p.status, p.r.opts.Kind.SecretInputs)
 	p.armSeen = true
 	setAnnotations(p.obj, map[string]string{AnnotationResourceID: p.id})
-	return p.r.export(ctx, p.obj, p.status, &exportEnv{reader: reader, id: p.id, apiVersion: p.r.opts.Kind.APIVersion, cred: p.cred})
+	return p.r.export(ctx, p.obj, p.status, &exportEnv{obj: p.obj, reader: reader, id: p.id, apiVersion: p.apiVersion, cred: p.cred})
 }
 
 // setAnnotations sets (or with "" removes) annotations.

@@ -92,6 +92,9 @@ type Options struct {
 	// global credential (Azure Service Operator's behaviour: that credential is trusted
 	// cluster-wide).
 	AllowUngrantedScopes bool
+	// GenericResourceTypes are the ARM types the generic kind (AzureResource) may reconcile
+	// (TypeAllowed); empty refuses every one. Other kinds ignore it.
+	GenericResourceTypes []string
 }
 
 // credentialResolver finds an object's Azure credential.

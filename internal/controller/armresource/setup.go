@@ -73,8 +73,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 
 func (r *Reconciler) mayOwn(owner Kind) bool {
 	k := r.opts.Kind
-	if k.Owner == OwnerScope {
+	switch k.Owner {
+	case OwnerScope:
 		return owner.GVK != k.GVK
+	case OwnerByType: // any resource, another of its own kind included (a queue's namespace)
+		return true
 	}
 	for _, gk := range k.OwnerKinds {
 		if gk == owner.GVK.GroupKind() {
@@ -92,7 +95,7 @@ func ownerIndex(k Kind) client.IndexerFunc {
 			return nil
 		}
 		group, kind := "", ""
-		if k.Owner == OwnerScope {
+		if k.Owner == OwnerScope || k.Owner == OwnerByType {
 			group, _ = owner["group"].(string)
 			kind, _ = owner["kind"].(string)
 			if gvk, ok := servedGVK(group, kind); ok {

@@ -38,7 +38,8 @@ type Value struct {
 
 // Expression is a CEL expression whose result goes to a destination. `self` is the resource as
 // a map (apiVersion, kind, metadata, spec, status); Secret expressions also see `secret`, the
-// secret values the resource's adapter offers (a map of strings, possibly empty). A string
+// secret values the resource's adapter offers (a map, possibly empty: of strings for the typed
+// kinds, a POST action's JSON answer for the generic kind). A string
 // result needs Key; a map of strings needs no Key and writes one key per entry, as in ASO.
 type Expression struct {
 	Destination
@@ -84,7 +85,9 @@ func envs() (*cel.Env, *cel.Env, error) {
 		if envErr != nil {
 			return
 		}
-		secretEnv, envErr = cmEnv.Extend(cel.Variable("secret", cel.MapType(cel.StringType, cel.StringType)))
+		// Values are dyn: the generic kind's secret is an action's JSON answer (nested objects,
+		// lists); a typed kind's map of strings is one too.
+		secretEnv, envErr = cmEnv.Extend(cel.Variable("secret", cel.MapType(cel.StringType, cel.DynType)))
 	})
 	return cmEnv, secretEnv, envErr
 }
@@ -133,8 +136,18 @@ func Evaluate(obj map[string]any, exprs []Expression) ([]Value, error) {
 // failed, wrapping ErrExpression. A ConfigMap expression cannot reference `secret` (it does not
 // compile), so secret values never reach a ConfigMap.
 func EvaluateWith(obj map[string]any, secret map[string]string, exprs []Expression) ([]Value, error) {
+	js := make(map[string]any, len(secret))
+	for k, v := range secret {
+		js[k] = v
+	}
+	return EvaluateJSON(obj, js, exprs)
+}
+
+// EvaluateJSON is EvaluateWith with secret as JSON (a POST action's answer: nested objects and
+// lists).
+func EvaluateJSON(obj map[string]any, secret map[string]any, exprs []Expression) ([]Value, error) {
 	if secret == nil {
-		secret = map[string]string{}
+		secret = map[string]any{}
 	}
 	var out []Value
 	for i, e := range exprs {
@@ -182,7 +195,7 @@ func check(e Expression) error {
 	return nil
 }
 
-func evaluate(obj map[string]any, secret map[string]string, e Expression) ([]Value, error) {
+func evaluate(obj map[string]any, secret map[string]any, e Expression) ([]Value, error) {
 	if err := check(e); err != nil {
 		return nil, err
 	}

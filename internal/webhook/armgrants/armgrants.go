@@ -1,6 +1,7 @@
 // Package armgrants is the admission check of Azure resources reconciled with the manager's
 // global credential: every ARM id their spec names (owner.armId, a RoleAssignment's scope,
-// any other armId reference) must be inside the scopes a NamespaceGrant gives their namespace.
+// any other armId reference, any ARM id in a generic AzureResource's body) must be inside the
+// scopes a NamespaceGrant gives their namespace.
 // The controller checks again before any Azure call (it also knows the resource's own ARM id);
 // this check gives the refusal at kubectl apply time. It also refuses export expressions that do
 // not compile, whatever the credential and even with the scope checks off
@@ -93,8 +94,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	case !apierrors.IsNotFound(err):
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read the namespace's credential secret: %w", err))
 	}
-	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-	refs := grants.References(spec)
+	refs := armresource.References(&obj)
 	if len(refs) == 0 {
 		return admission.Allowed("")
 	}
@@ -111,14 +111,21 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	return admission.Allowed("")
 }
 
-// Groups are the API groups of the ARM kinds the manager reconciles.
+// Groups are the API groups of Azure Service Operator's kinds the manager reconciles (every
+// kind of theirs is an ARM kind); Cerulean's own group holds other kinds too, so only its
+// generic kind is checked (GenericResource).
 func Groups() []string {
 	set := map[string]bool{}
 	for _, k := range armresource.Kinds() {
-		set[k.GVK.Group] = true
+		if k.GVK.Group != armresource.GroupCerulean {
+			set[k.GVK.Group] = true
+		}
 	}
 	return slices.Sorted(maps.Keys(set))
 }
+
+// GenericResource is the resource of the generic kind (AzureResource) in Cerulean's group.
+const GenericResource = "azureresources"
 
 // Configuration is the check's ValidatingWebhookConfiguration: every kind of the ARM groups,
 // create and update, failurePolicy Fail.
@@ -136,6 +143,10 @@ func Configuration(cc registration.ClientConfig) (*admissionregistrationv1.Valid
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{APIGroups: Groups(), APIVersions: []string{"*"}, Resources: []string{"*"},
 					Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+			}, {
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{armresource.GroupCerulean}, APIVersions: []string{"*"},
+					Resources: []string{GenericResource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 			}},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),

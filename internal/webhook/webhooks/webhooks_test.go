@@ -334,6 +334,33 @@ func checkGrantAdmission(t *testing.T, rc *rest.Config) {
 	}
 	refused("a RoleAssignment once its grant is gone", func() client.Object { return roleAssignment() }, victimScope, "NamespaceGrant")
 
+	// The generic kind: every ARM id of its body is a reference (a subnet naming another
+	// team's network security group), and a body member that is not an object is refused by
+	// the schema.
+	generic := func(props any) func() client.Object {
+		return func() client.Object {
+			return &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cerulean.dev/v1alpha1", "kind": "AzureResource",
+				"metadata": map[string]any{"namespace": tenant, "name": "subnet"},
+				"spec": map[string]any{"owner": map[string]any{"armId": victimScope + "/providers/Microsoft.Network/virtualNetworks/v"},
+					"type": "Microsoft.Network/virtualNetworks/subnets", "apiVersion": "2024-05-01", "properties": props},
+			}}
+		}
+	}
+	const victimNSG = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/victim-nsg/providers/Microsoft.Network/networkSecurityGroups/n"
+	regrant := grant.DeepCopy() // the subnet's owner is granted, the NSG is not
+	regrant.ResourceVersion, regrant.UID = "", ""
+	if err := kc.Create(ctx, regrant); err != nil {
+		t.Fatal(err)
+	}
+	refused("an AzureResource whose body names an ungranted ARM id", generic(map[string]any{"networkSecurityGroup": map[string]any{"id": victimNSG}}),
+		"AzureResource "+tenant+"/subnet", victimNSG, "NamespaceGrant")
+	admitted("an AzureResource whose body names granted ids only", generic(map[string]any{"addressPrefix": "10.0.0.0/24"}))
+	refused("an AzureResource whose properties are not an object", generic("10.0.0.0/24"), "spec.properties", "object")
+	if err := kc.Delete(ctx, regrant); err != nil {
+		t.Fatal(err)
+	}
+
 	// The namespace's own credential: Azure limits what it may do, not grants.
 	if err := kc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: credentials.NamespaceSecretName},
 		StringData: map[string]string{"AZURE_SUBSCRIPTION_ID": "s", "AZURE_TENANT_ID": "t", "AZURE_CLIENT_ID": "c", "AZURE_CLIENT_SECRET": "x"}}); err != nil {
@@ -357,6 +384,17 @@ func checkGrantAdmission(t *testing.T, rc *rest.Config) {
 	refused("a ResourceGroup with an export expression that does not compile", group(`self.status.location +`),
 		"ResourceGroup "+tenant+"/exported", "configMap expression 0 (out", "Syntax error")
 	admitted("a ResourceGroup with a good export expression", group(`self.status.location`))
+	genericExpr := func() client.Object {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cerulean.dev/v1alpha1", "kind": "AzureResource",
+			"metadata": map[string]any{"namespace": tenant, "name": "bus"},
+			"spec": map[string]any{"owner": map[string]any{"armId": victimScope}, "type": "Microsoft.ServiceBus/namespaces",
+				"apiVersion": "2021-11-01", "location": "westus2", "operatorSpec": map[string]any{"action": "listKeys",
+					"secretExpressions": []any{map[string]any{"name": "bus", "key": "k", "value": `secret.primaryKey +`}}}},
+		}}
+	}
+	refused("an AzureResource with an export expression that does not compile", genericExpr,
+		"AzureResource "+tenant+"/bus", "secret expression 0 (bus", "Syntax error")
 }
 
 func grepLines(s, prefix string) string {

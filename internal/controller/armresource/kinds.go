@@ -45,6 +45,10 @@ type Kind struct {
 	DefaultName func(obj *unstructured.Unstructured) string
 	// Prepare resolves kind-specific references in the ARM body (role names).
 	Prepare func(ctx context.Context, env *prepareEnv, body map[string]any) error
+	// BeforePut adjusts the body just before a PUT, from what Azure holds at that moment (a
+	// Vault's createMode). It runs only when a PUT is due and never changes the applied hash,
+	// so it costs nothing in the steady state. nil means none.
+	BeforePut func(ctx context.Context, env *putEnv, body map[string]any) error
 	// Exports lists the operatorSpec configMaps/secrets values from the resource's status.
 	Exports func(ctx context.Context, env *exportEnv, obj *unstructured.Unstructured, status map[string]any) ([]exports.Value, error)
 	// SecretValues are the values secretExpressions see as `secret` (a StorageAccount's keys);
@@ -104,6 +108,7 @@ func Kinds() []Kind {
 			GVK:     schema.GroupVersionKind{Group: GroupKeyVault, Version: "v1api20230701", Kind: "Vault"},
 			ARMType: "Microsoft.KeyVault/vaults", APIVersion: "2023-07-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK},
+			BeforePut: vaultCreateMode, DriftIgnore: []string{"properties.createMode"},
 		},
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupAuthorization, Version: "v1api20220401", Kind: "RoleAssignment"},

@@ -225,6 +225,12 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 	if err != nil {
 		return nil, err
 	}
+	if p.r.opts.Kind.BeforePut != nil {
+		body = deepCopy(body).(map[string]any) // the hash stays the spec's
+		if err := p.r.opts.Kind.BeforePut(ctx, &putEnv{p: p, writer: writer}, body); err != nil {
+			return nil, err
+		}
+	}
 	poller, wait, err := writer.beginPut(ctx, p.id, p.r.opts.Kind.APIVersion, body)
 	if err != nil {
 		return nil, fmt.Errorf("create or update %s: %w", p.id, err)

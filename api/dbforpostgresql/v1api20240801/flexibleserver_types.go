@@ -96,6 +96,9 @@ type FlexibleServerOperatorSpec struct {
 }
 
 // FlexibleServerOperatorConfigMaps names a ConfigMap key per value.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type FlexibleServerOperatorConfigMaps struct {
 	// fullyQualifiedDomainName is the server's host name.
 	// +optional

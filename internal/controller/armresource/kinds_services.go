@@ -64,7 +64,8 @@ func serviceKinds() []Kind {
 			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers", APIVersion: "2024-08-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, SecretInputs: []string{"administratorLoginPassword"},
-			Exports: statusExports(map[string]string{"fullyQualifiedDomainName": "fullyQualifiedDomainName"}),
+			Exports:  statusExports(map[string]string{"fullyQualifiedDomainName": "fullyQualifiedDomainName"}),
+			Exported: Exported{ConfigMaps: []string{"fullyQualifiedDomainName"}},
 		},
 		pg("FlexibleServersDatabase", "databases", "databases"),
 		pg("FlexibleServersFirewallRule", "firewallRules", "firewallRules"),
@@ -74,6 +75,7 @@ func serviceKinds() []Kind {
 			ARMType: "Microsoft.Cache/redis", APIVersion: "2024-11-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, Exports: redisExports, SecretValues: redisKeys,
+			Exported:    Exported{Secrets: []string{"hostName", "port", "sslPort", "primaryKey", "secondaryKey"}},
 			DriftIgnore: []string{"properties.redisVersion"}, PropertyKeys: []string{"sku"},
 		},
 		{

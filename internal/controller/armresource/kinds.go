@@ -45,6 +45,9 @@ type Kind struct {
 	DefaultName func(obj *unstructured.Unstructured) string
 	// Prepare resolves kind-specific references in the ARM body (role names).
 	Prepare func(ctx context.Context, env *prepareEnv, body map[string]any) error
+	// CheckPut may hold a due PUT back (Azure would refuse it: a stopped server); it runs
+	// before anything is written, with a cached token. nil means none.
+	CheckPut func(ctx context.Context, env *putEnv) error
 	// BeforePut adjusts the body just before a PUT, from what Azure holds at that moment (a
 	// Vault's createMode). It runs only when a PUT is due and never changes the applied hash,
 	// so it costs nothing in the steady state. nil means none.

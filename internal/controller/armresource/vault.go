@@ -28,10 +28,11 @@ const (
 // its reconcile too); a purge still running after it is looked at again by the next pass.
 const purgeWait = 2 * time.Minute
 
-// putEnv is what BeforePut may use: the pass and an ARM client holding a fresh token.
+// putEnv is what CheckPut and BeforePut may use: the pass and an ARM client (holding a cached
+// token for CheckPut, a fresh one for BeforePut).
 type putEnv struct {
 	p      *pass
-	writer armAPI
+	client armAPI
 }
 
 // vaultCreateMode turns createOrRecover into recover when a soft-deleted vault of the name is
@@ -54,7 +55,7 @@ func vaultCreateMode(ctx context.Context, env *putEnv, body map[string]any) erro
 	apiVersion := env.p.r.opts.Kind.APIVersion
 	deletedPath := "/subscriptions/" + id.SubscriptionID + "/providers/Microsoft.KeyVault/locations/" +
 		url.PathEscape(location) + "/deletedVaults/" + url.PathEscape(id.Name)
-	deleted, err := env.writer.get(ctx, deletedPath, apiVersion)
+	deleted, err := env.client.get(ctx, deletedPath, apiVersion)
 	found := err == nil
 	logger := log.FromContext(ctx)
 	switch {
@@ -119,7 +120,7 @@ func sameGroup(original string, id *arm.ResourceID) error {
 // purge runs the purge operation to its end, for up to purgeWait; after that the pass reports
 // progress and the next one looks again.
 func (e *putEnv) purge(ctx context.Context, path, name string) error {
-	poller, err := e.writer.beginPost(ctx, path, e.p.r.opts.Kind.APIVersion)
+	poller, err := e.client.beginPost(ctx, path, e.p.r.opts.Kind.APIVersion)
 	if err != nil {
 		return fmt.Errorf("purge the soft-deleted vault %s: %w", name, err)
 	}

@@ -141,6 +141,7 @@ func Kinds() []Kind {
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			Exports:  statusExports(map[string]string{"oidcIssuerProfile": "oidcIssuerProfile.issuerURL"}),
 			Exported: Exported{ConfigMaps: []string{"oidcIssuerProfile"}}, // not ASO's kubeconfig secrets
+			CheckPut: stateCheck{field: "provisioningState", allowed: clusterStates, what: "the ManagedCluster"}.check,
 		},
 	}, serviceKinds()...)
 }

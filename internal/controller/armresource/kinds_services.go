@@ -38,7 +38,8 @@ func serviceKinds() []Kind {
 			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20240801", Kind: kind},
 			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers/" + armType, APIVersion: "2024-08-01",
 			Owner: OwnerChild, OwnerKinds: []schema.GroupKind{flexibleServerGK}, ChildSegment: segment, Flatten: true,
-			OwnedInKubernetes: true, CheckPut: checkServerState(true),
+			OwnedInKubernetes: true,
+			CheckPut:          stateCheck{field: "state", allowed: flexibleServerStates, parent: true, what: "the owning FlexibleServer"}.check,
 		}
 	}
 	storage := func(kind, armType, segment string, owner schema.GroupKind, defaultName bool) Kind {
@@ -63,7 +64,8 @@ func serviceKinds() []Kind {
 			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20240801", Kind: "FlexibleServer"},
 			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers", APIVersion: "2024-08-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
-			OwnedInKubernetes: true, SecretInputs: []string{"administratorLoginPassword"}, CheckPut: checkServerState(false),
+			OwnedInKubernetes: true, SecretInputs: []string{"administratorLoginPassword"},
+			CheckPut: stateCheck{field: "state", allowed: flexibleServerStates, what: "the FlexibleServer"}.check,
 			Exports:  statusExports(map[string]string{"fullyQualifiedDomainName": "fullyQualifiedDomainName"}),
 			Exported: Exported{ConfigMaps: []string{"fullyQualifiedDomainName"}},
 		},

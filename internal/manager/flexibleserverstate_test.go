@@ -9,13 +9,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/postgresql/armpostgresqlflexibleservers/v5"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 )
 
-// As Azure Service Operator's FlexibleServer extensions: while the server is stopped, no PUT is
+// As Azure Service Operator's FlexibleServer extensions: the host name is exported to a Secret
+// when operatorSpec.secrets asks; while the server is stopped, no PUT is
 // sent for it or its children (Azure would refuse it); the wait is reported, and the PUT goes
 // once the server is Ready again.
 func TestFlexibleServerStoppedHoldsPuts(t *testing.T) {
@@ -36,9 +39,16 @@ func TestFlexibleServerStoppedHoldsPuts(t *testing.T) {
 		"administratorLoginPassword": map[string]any{"name": "pg-admin", "key": "password"},
 		"sku":                        map[string]any{"name": "Standard_B1ms", "tier": "Burstable"},
 		"storage":                    map[string]any{"storageSizeGB": 32},
+		"operatorSpec": map[string]any{"secrets": map[string]any{
+			"fullyQualifiedDomainName": map[string]any{"name": "pg-host", "key": "fqdn"}}},
 	})
 	create(t, c, ns, rg, pg)
-	waitReady(t, c, pg, 3*time.Minute)
+	got := waitReady(t, c, pg, 3*time.Minute)
+	fqdn, _, _ := unstructured.NestedString(got.Object, "status", "fullyQualifiedDomainName")
+	host := &corev1.Secret{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "pg-host"}, host); err != nil || string(host.Data["fqdn"]) != fqdn || fqdn == "" {
+		t.Errorf("ASO's secrets.fullyQualifiedDomainName export: %v, %q (status %q)", err, host.Data["fqdn"], fqdn)
+	}
 
 	servers, err := armpostgresqlflexibleservers.NewServersClient(s.SubscriptionID, cloudtest.OwnerCred(t, az), cloudtest.ARMOptions(az))
 	if err != nil {

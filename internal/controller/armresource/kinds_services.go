@@ -67,7 +67,7 @@ func serviceKinds() []Kind {
 			OwnedInKubernetes: true, SecretInputs: []string{"administratorLoginPassword"},
 			CheckPut: stateCheck{field: "state", allowed: flexibleServerStates, what: "the FlexibleServer"}.check,
 			Exports:  statusExports(map[string]string{"fullyQualifiedDomainName": "fullyQualifiedDomainName"}),
-			Exported: Exported{ConfigMaps: []string{"fullyQualifiedDomainName"}},
+			Exported: Exported{ConfigMaps: []string{"fullyQualifiedDomainName"}, Secrets: []string{"fullyQualifiedDomainName"}},
 		},
 		pg("FlexibleServersDatabase", "databases", "databases"),
 		pg("FlexibleServersFirewallRule", "firewallRules", "firewallRules"),

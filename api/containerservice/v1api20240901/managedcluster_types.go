@@ -89,9 +89,29 @@ type ManagedClusterOperatorSpec struct {
 	// configMaps exports the OIDC issuer URL to a ConfigMap.
 	// +optional
 	ConfigMaps *ManagedClusterOperatorConfigMaps `json:"configMaps,omitempty"`
+	// secrets are Azure Service Operator's kubeconfig exports; Cerulean does not produce them
+	// (Ready's message says so): they are accepted and kept.
+	// +optional
+	Secrets *ManagedClusterOperatorSecrets `json:"secrets,omitempty"`
+}
+
+// ManagedClusterOperatorSecrets names where Azure Service Operator writes kubeconfigs.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
+type ManagedClusterOperatorSecrets struct {
+	// adminCredentials is the cluster admin's kubeconfig (not produced by Cerulean).
+	// +optional
+	AdminCredentials *shared.SecretDestination `json:"adminCredentials,omitempty"`
+	// userCredentials is the cluster user's kubeconfig (not produced by Cerulean).
+	// +optional
+	UserCredentials *shared.SecretDestination `json:"userCredentials,omitempty"`
 }
 
 // ManagedClusterOperatorConfigMaps names where the issuer URL goes.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type ManagedClusterOperatorConfigMaps struct {
 	// oidcIssuerProfile is the cluster's OIDC issuer URL.
 	// +optional

@@ -23,6 +23,7 @@ type armAPI interface {
 	list(ctx context.Context, path, apiVersion, filter string) ([]map[string]any, error)
 	beginPut(ctx context.Context, id, apiVersion string, body map[string]any) (*Poller, time.Duration, error)
 	beginDelete(ctx context.Context, id, apiVersion string) (*Poller, error)
+	beginPost(ctx context.Context, path, apiVersion string) (*Poller, error)
 	resume(token string) (*Poller, error)
 }
 
@@ -131,6 +132,18 @@ func (c *armClient) beginDelete(ctx context.Context, id, apiVersion string) (*Po
 		return nil, errGone
 	}
 	if !runtime.HasStatusCode(resp, http.StatusOK, http.StatusAccepted) {
+		return nil, runtime.NewResponseError(resp)
+	}
+	return runtime.NewPoller[json.RawMessage](resp, c.pl, nil)
+}
+
+// beginPost starts an action ARM may run as an operation (a deleted vault's purge).
+func (c *armClient) beginPost(ctx context.Context, path, apiVersion string) (*Poller, error) {
+	resp, err := c.request(ctx, http.MethodPost, path, apiVersion, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !runtime.HasStatusCode(resp, http.StatusOK, http.StatusAccepted, http.StatusNoContent) {
 		return nil, runtime.NewResponseError(resp)
 	}
 	return runtime.NewPoller[json.RawMessage](resp, c.pl, nil)

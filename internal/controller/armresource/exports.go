@@ -25,7 +25,7 @@ func CompileExpressions(obj *unstructured.Unstructured) error {
 func (r *Reconciler) export(ctx context.Context, obj *unstructured.Unstructured, status map[string]any, env *exportEnv) error {
 	var vals []exports.Value
 	if r.opts.Kind.Exports != nil {
-		v, err := r.opts.Kind.Exports(ctx, env, obj, status)
+		v, err := r.opts.Kind.Exports(ctx, env, withoutUnexported(obj, unexported(obj, r.opts.Kind.Exported)), status)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errExport, err)
 		}

@@ -49,8 +49,18 @@ type Kind struct {
 	DefaultName func(obj *unstructured.Unstructured) string
 	// Prepare resolves kind-specific references in the ARM body (role names).
 	Prepare func(ctx context.Context, env *prepareEnv, body map[string]any) error
+	// CheckPut may hold a due PUT back (Azure would refuse it: a stopped server); it runs
+	// before anything is written, with a cached token. nil means none.
+	CheckPut func(ctx context.Context, env *putEnv) error
+	// BeforePut adjusts the body just before a PUT, from what Azure holds at that moment (a
+	// Vault's createMode). It runs only when a PUT is due and never changes the applied hash,
+	// so it costs nothing in the steady state. nil means none.
+	BeforePut func(ctx context.Context, env *putEnv, body map[string]any) error
 	// Exports lists the operatorSpec configMaps/secrets values from the resource's status.
 	Exports func(ctx context.Context, env *exportEnv, obj *unstructured.Unstructured, status map[string]any) ([]exports.Value, error)
+	// Exported are the operatorSpec.configMaps and .secrets entries Exports produces; any
+	// other entry (of Azure Service Operator's schema) is kept, not exported, and reported.
+	Exported Exported
 	// SecretValues are the values secretExpressions see as `secret` (a StorageAccount's keys);
 	// nil means none. Asked only when the resource has a secretExpression.
 	SecretValues func(ctx context.Context, env *exportEnv) (map[string]string, error)
@@ -87,6 +97,11 @@ const (
 )
 
 var (
+	identityExports  = []string{"clientId", "principalId", "tenantId"}
+	storageEndpoints = []string{"blobEndpoint", "dfsEndpoint", "fileEndpoint", "queueEndpoint", "tableEndpoint", "webEndpoint"}
+)
+
+var (
 	resourceGroupGK = schema.GroupKind{Group: GroupResources, Kind: "ResourceGroup"}
 	identityGK      = schema.GroupKind{Group: GroupManagedIdentity, Kind: "UserAssignedIdentity"}
 )
@@ -103,7 +118,8 @@ func Kinds() []Kind {
 			GVK:     schema.GroupVersionKind{Group: GroupManagedIdentity, Version: "v1api20230131", Kind: "UserAssignedIdentity"},
 			ARMType: "Microsoft.ManagedIdentity/userAssignedIdentities", APIVersion: "2023-01-31",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
-			Exports: statusExports(map[string]string{"clientId": "clientId", "principalId": "principalId", "tenantId": "tenantId"}),
+			Exports:  statusExports(map[string]string{"clientId": "clientId", "principalId": "principalId", "tenantId": "tenantId"}),
+			Exported: Exported{ConfigMaps: identityExports, Secrets: identityExports},
 		},
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupManagedIdentity, Version: "v1api20230131", Kind: "FederatedIdentityCredential"},
@@ -114,6 +130,7 @@ func Kinds() []Kind {
 			GVK:     schema.GroupVersionKind{Group: GroupKeyVault, Version: "v1api20230701", Kind: "Vault"},
 			ARMType: "Microsoft.KeyVault/vaults", APIVersion: "2023-07-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK},
+			BeforePut: vaultCreateMode, DriftIgnore: []string{"properties.createMode"},
 		},
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupAuthorization, Version: "v1api20220401", Kind: "RoleAssignment"},
@@ -126,12 +143,15 @@ func Kinds() []Kind {
 			ARMType: "Microsoft.Storage/storageAccounts", APIVersion: "2023-01-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			Exports: storageExports, SecretValues: storageKeys,
+			Exported: Exported{ConfigMaps: storageEndpoints, Secrets: append([]string{"key1", "key2"}, storageEndpoints...)},
 		},
 		{
 			GVK:     schema.GroupVersionKind{Group: GroupContainerService, Version: "v1api20240901", Kind: "ManagedCluster"},
 			ARMType: "Microsoft.ContainerService/managedClusters", APIVersion: "2024-09-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
-			Exports: statusExports(map[string]string{"oidcIssuerProfile": "oidcIssuerProfile.issuerURL"}),
+			Exports:  statusExports(map[string]string{"oidcIssuerProfile": "oidcIssuerProfile.issuerURL"}),
+			Exported: Exported{ConfigMaps: []string{"oidcIssuerProfile"}}, // not ASO's kubeconfig secrets
+			CheckPut: stateCheck{field: "provisioningState", allowed: clusterStates, what: "the ManagedCluster"}.check,
 		},
 	}, append(serviceKinds(), genericKind())...)
 }

@@ -39,6 +39,7 @@ func serviceKinds() []Kind {
 			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers/" + armType, APIVersion: "2024-08-01",
 			Owner: OwnerChild, OwnerKinds: []schema.GroupKind{flexibleServerGK}, ChildSegment: segment, Flatten: true,
 			OwnedInKubernetes: true,
+			CheckPut:          stateCheck{field: "state", allowed: flexibleServerStates, parent: true, what: "the owning FlexibleServer"}.check,
 		}
 	}
 	storage := func(kind, armType, segment string, owner schema.GroupKind, defaultName bool) Kind {
@@ -64,7 +65,9 @@ func serviceKinds() []Kind {
 			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers", APIVersion: "2024-08-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, SecretInputs: []string{"administratorLoginPassword"},
-			Exports: statusExports(map[string]string{"fullyQualifiedDomainName": "fullyQualifiedDomainName"}),
+			CheckPut: stateCheck{field: "state", allowed: flexibleServerStates, what: "the FlexibleServer"}.check,
+			Exports:  statusExports(map[string]string{"fullyQualifiedDomainName": "fullyQualifiedDomainName"}),
+			Exported: Exported{ConfigMaps: []string{"fullyQualifiedDomainName"}, Secrets: []string{"fullyQualifiedDomainName"}},
 		},
 		pg("FlexibleServersDatabase", "databases", "databases"),
 		pg("FlexibleServersFirewallRule", "firewallRules", "firewallRules"),
@@ -74,6 +77,7 @@ func serviceKinds() []Kind {
 			ARMType: "Microsoft.Cache/redis", APIVersion: "2024-11-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, Exports: redisExports, SecretValues: redisKeys,
+			Exported:    Exported{Secrets: []string{"hostName", "port", "sslPort", "primaryKey", "secondaryKey"}},
 			DriftIgnore: []string{"properties.redisVersion"}, PropertyKeys: []string{"sku"},
 		},
 		{

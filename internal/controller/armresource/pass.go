@@ -222,6 +222,15 @@ func (p *pass) apply(ctx context.Context, reader armAPI, g gathered) error {
 // recorded on the object (resume token) and left running. The finalizer and the id about to be
 // written are stored first, so a deletion always knows to clean up.
 func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[string]any, error) {
+	if check := p.r.opts.Kind.CheckPut; check != nil {
+		reader, err := p.r.newARM(p.cred.Cached())
+		if err != nil {
+			return nil, err
+		}
+		if err := check(ctx, &putEnv{p: p, client: reader}); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.beforeWrite(ctx); err != nil {
 		return nil, err
 	}
@@ -232,6 +241,12 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 	writer, err := p.r.newARM(fresh)
 	if err != nil {
 		return nil, err
+	}
+	if p.r.opts.Kind.BeforePut != nil {
+		body = deepCopy(body).(map[string]any) // the hash stays the spec's
+		if err := p.r.opts.Kind.BeforePut(ctx, &putEnv{p: p, client: writer}, body); err != nil {
+			return nil, err
+		}
 	}
 	poller, wait, err := writer.beginPut(ctx, p.id, p.apiVersion, body)
 	if err != nil {

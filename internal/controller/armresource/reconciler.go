@@ -175,5 +175,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	err = p.run(ctx)
 	o := classify(err, r.opts.SyncPeriod, r.pollAfter)
+	p.noteUnexported(&o)
 	return p.finishPass(ctx, o, err)
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
+	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
 	"github.com/cerulean/cerulean/internal/cloud/httpx"
 	kv "github.com/cerulean/cerulean/internal/cloud/keyvault"
 	"github.com/cerulean/cerulean/internal/cloud/store"
@@ -106,13 +108,18 @@ func (p *Provider) getDeleted(ctx context.Context, r *arm.Request) (httpx.Respon
 	return httpx.Response{Body: p.deletedView(v)}, nil
 }
 
-// purgeDeleted removes a deleted vault and its secrets at once; it answers 200, which the SDK's
-// poller takes as a finished operation.
+// opPurge is the long-running operation of a purge, as Azure runs it: the POST answers 202 and
+// the deleted vault (and its secrets) goes once the operation runs.
+const opPurge = "keyvault.purge"
+
+// purgeDeleted starts the purge of a deleted vault: a refusal (not found, purge protection) is
+// answered at once, the purge itself is an operation the SDK's poller follows to Succeeded.
 func (p *Provider) purgeDeleted(ctx context.Context, r *arm.Request) (httpx.Response, error) {
 	loc, name, err := deletedIDParts(r, 4)
 	if err != nil {
 		return httpx.Response{}, err
 	}
+	var op arm.Operation
 	err = p.svc.Store().Update(ctx, func(tx *store.Tx) error {
 		v, err := p.deletedVaultTx(tx, loc, name)
 		if err != nil {
@@ -122,13 +129,39 @@ func (p *Provider) purgeDeleted(ctx context.Context, r *arm.Request) (httpx.Resp
 			return arm.Errorf(http.StatusConflict, "Conflict",
 				"Operation 'purge' is not allowed for vault '%s' because purge protection is enabled; it will be purged at its scheduled purge date.", v.Name)
 		}
-		return kv.PurgeVaultTx(tx, v.Name)
+		op, err = p.svc.NewOperationTx(tx, r, opPurge, p.deletedView(v).ID)
+		return err
 	})
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	p.kv.Stop(name)
-	return httpx.Response{Status: http.StatusOK}, nil
+	p.svc.Launch(op)
+	return p.svc.Accepted(http.StatusAccepted, op, nil), nil
+}
+
+// runPurge removes a deleted vault and its secrets; a vault no longer deleted (recovered
+// meanwhile) or already purged is left alone, so a resumed operation is harmless.
+func (p *Provider) runPurge(ctx context.Context, id armid.ID) error {
+	if len(id.Segments) != 3 {
+		return fmt.Errorf("purge: unexpected target %s", id)
+	}
+	loc, name := id.Segments[1].Name, id.Segments[2].Name
+	purged := false
+	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		v, err := p.deletedVaultTx(tx, loc, name)
+		var e *arm.Error
+		if errors.As(err, &e) && e.Status == http.StatusNotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		purged = true
+		return kv.PurgeVaultTx(tx, v.Name)
+	})
+	if err == nil && purged {
+		p.kv.Stop(name)
+	}
+	return err
 }
 
 // recoverVault is PUT with createMode "recover": the deleted vault comes back at its own id with

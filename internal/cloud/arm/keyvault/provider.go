@@ -1,7 +1,7 @@
 // Package keyvault is the Microsoft.KeyVault provider of the local cloud's ARM: vaults (created
 // as a long-running operation the SDK poller follows), their accessPolicies sub-resource, soft
-// delete with deleted vaults that can be listed, recovered (createMode "recover") and purged, and
-// the name check. Every vault change is written, in the same transaction, to the ARM resource and
+// delete with deleted vaults that can be listed, recovered (createMode "recover") and purged (a
+// long-running operation, as in Azure), and the name check. Every vault change is written, in the same transaction, to the ARM resource and
 // to the data plane's registry (package cloud/keyvault), whose listener it then starts or stops.
 package keyvault
 
@@ -78,6 +78,7 @@ func Register(svc *arm.Service, data *kv.Service, log *slog.Logger) *Provider {
 	} {
 		svc.Handle(rt)
 	}
+	svc.RegisterOperation(opPurge, p.runPurge)
 	// A vault deleted with its resource group is soft-deleted like one deleted on its own.
 	svc.OnDelete(VaultType, func(tx *store.Tx, r arm.Resource) error { return p.softDeleteTx(tx, r) })
 	return p

@@ -229,6 +229,9 @@ func TestVaultLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if pp.Done() {
+		t.Error("the purge answered as a finished operation; Azure answers 202 and runs it")
+	}
 	if _, err := pp.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 // (Microsoft.DBforPostgreSQL/flexibleServers/databases, API 2024-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z_][-a-zA-Z0-9_]{0,62}$')",message="metadata.name is the Azure name when spec.azureName is empty: database names are 1 to 63 letters, digits, hyphens and underscores, starting with a letter or underscore"
 // +kubebuilder:resource:categories={azure,dbforpostgresql}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
@@ -64,6 +65,7 @@ type FlexibleServersDatabaseList struct {
 // (Microsoft.DBforPostgreSQL/flexibleServers/firewallRules, API 2024-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9]([-_a-zA-Z0-9]{0,78}[_a-zA-Z0-9])?$')",message="metadata.name is the Azure name when spec.azureName is empty: firewall rule names are 1 to 80 letters, digits, hyphens and underscores, starting with a letter or digit and not ending with a hyphen"
 // +kubebuilder:resource:categories={azure,dbforpostgresql}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
@@ -116,6 +118,7 @@ type FlexibleServersFirewallRuleList struct {
 // (Microsoft.DBforPostgreSQL/flexibleServers/configurations, API 2024-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:resource:categories={azure,dbforpostgresql}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Severity",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].severity"

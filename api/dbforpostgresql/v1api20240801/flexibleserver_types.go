@@ -10,6 +10,7 @@ import (
 // (Microsoft.DBforPostgreSQL/flexibleServers, API 2024-08-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-z0-9][-a-z0-9]{1,61}[a-z0-9]$')",message="metadata.name is the Azure name when spec.azureName is empty: server names are 3 to 63 lowercase letters, digits and hyphens, starting and ending with a letter or digit"
 // +kubebuilder:resource:categories={azure,dbforpostgresql}
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"

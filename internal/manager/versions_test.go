@@ -1,0 +1,102 @@
+package manager_test
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+)
+
+// Azure Service Operator's published samples for the older API versions its latest release still
+// serves (testdata/aso-samples, each file naming its source) apply unchanged and go Ready. The
+// samples of one version share Azure names with the others' (aso-sample-rg, sampleredis1), so
+// each set runs in a namespace of its own, one after the other, and is deleted before the next.
+func TestASOOlderVersionSamples(t *testing.T) {
+	c := kube(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	sets := []struct {
+		name  string
+		files []string
+	}{
+		{"identity-vault-role", []string{"managedidentity/v1api20181130_userassignedidentity.yaml",
+			"managedidentity/v1api20220131preview_federatedidentitycredential.yaml",
+			"keyvault/v1api20210401preview_vault.yaml", "authorization/v1api20200801preview_roleassignment.yaml"}},
+		{"role-v20200801preview", []string{"managedidentity/v1api20181130_userassignedidentity.yaml",
+			"authorization/v20200801preview_roleassignment.yaml"}},
+		{"storage-v20220901", []string{"storage/v20220901_storageaccount.yaml", "storage/v20220901_storageaccountsblobservice.yaml",
+			"storage/v20220901_storageaccountsblobservicescontainer.yaml", "storage/v20220901_storageaccountsqueueservice.yaml",
+			"storage/v20220901_storageaccountsqueueservicesqueue.yaml"}},
+	}
+	for _, v := range []string{"v1api20201201", "v1api20230401", "v20201201", "v20230401", "v20230801", "v20241101"} {
+		sets = append(sets, struct {
+			name  string
+			files []string
+		}{"redis-" + v, []string{"cache/" + v + "_redis.yaml", "cache/" + v + "_redisfirewallrule.yaml"}})
+	}
+	namespaces := make([]string, len(sets))
+	for i := range sets {
+		namespaces[i] = namespace(t, c)
+	}
+	startManager(t, az, time.Hour, namespaces...)
+
+	for i, set := range sets {
+		ns := namespaces[i]
+		objs := readObjects(t, filepath.Join("testdata", "aso-samples", "resourcegroup.yaml"))
+		for _, f := range set.files {
+			objs = append(objs, readObjects(t, filepath.Join("testdata", "aso-samples", f))...)
+		}
+		create(t, c, ns, objs...)
+		for _, u := range objs {
+			waitReady(t, c, u, 2*time.Minute)
+		}
+		if set.name == "identity-vault-role" {
+			checkVersionsAgree(t, c, ns)
+		}
+		deleteAll(t, []string{ns}) // the next set reuses the Azure names
+		t.Logf("%s: %d objects Ready", set.name, len(objs))
+	}
+}
+
+// checkVersionsAgree reads an object written at an older version at the stored one and one
+// written at the stored version at the older one: the same spec and status either way.
+func checkVersionsAgree(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	const group = "managedidentity.azure.com"
+	at := func(version, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: "UserAssignedIdentity"})
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+			t.Fatalf("get %s at %s: %v", name, version, err)
+		}
+		return u
+	}
+	agree := func(name string) {
+		older, stored := at("v1api20181130", name), at("v1api20230131", name)
+		for _, field := range []string{"spec", "status"} {
+			if !reflect.DeepEqual(older.Object[field], stored.Object[field]) {
+				t.Errorf("%s: %s at v1api20181130 %v, at v1api20230131 %v", name, field, older.Object[field], stored.Object[field])
+			}
+		}
+		if id, _, _ := unstructured.NestedString(older.Object, "status", "clientId"); id == "" {
+			t.Errorf("%s read at v1api20181130 has no status.clientId", name)
+		}
+	}
+	agree("sampleuserassignedidentity")
+
+	written := obj(group+"/v1api20230131", "UserAssignedIdentity", "written-at-stored", map[string]any{
+		"location": "westcentralus", "owner": map[string]any{"name": "aso-sample-rg"}, "tags": map[string]any{"app": "versions"},
+	})
+	create(t, c, ns, written)
+	waitReady(t, c, written, time.Minute)
+	agree("written-at-stored")
+	if tags, _, _ := unstructured.NestedStringMap(at("v1api20181130", "written-at-stored").Object, "spec", "tags"); tags["app"] != "versions" {
+		t.Errorf("tags written at v1api20230131 read at v1api20181130: %v", tags)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +32,9 @@ func TestASOOlderVersionSamples(t *testing.T) {
 			"keyvault/v1api20210401preview_vault.yaml", "authorization/v1api20200801preview_roleassignment.yaml"}},
 		{"role-v20200801preview", []string{"managedidentity/v1api20181130_userassignedidentity.yaml",
 			"authorization/v20200801preview_roleassignment.yaml"}},
+		{"postgresql-v1api20210601", []string{"dbforpostgresql/v1api20210601_flexibleserver.yaml",
+			"dbforpostgresql/v1api20210601_flexibleserversdatabase.yaml", "dbforpostgresql/v1api20210601_flexibleserversfirewallrule.yaml"}},
+		// (ASO's configuration sample sets pgaudit.log: the local cloud's PostgreSQL has no pgaudit.)
 		{"storage-v20220901", []string{"storage/v20220901_storageaccount.yaml", "storage/v20220901_storageaccountsblobservice.yaml",
 			"storage/v20220901_storageaccountsblobservicescontainer.yaml", "storage/v20220901_storageaccountsqueueservice.yaml",
 			"storage/v20220901_storageaccountsqueueservicesqueue.yaml"}},
@@ -51,6 +56,11 @@ func TestASOOlderVersionSamples(t *testing.T) {
 		objs := readObjects(t, filepath.Join("testdata", "aso-samples", "resourcegroup.yaml"))
 		for _, f := range set.files {
 			objs = append(objs, readObjects(t, filepath.Join("testdata", "aso-samples", f))...)
+		}
+		// The PostgreSQL sample's administrator password is a Secret its readers create.
+		pw := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "server-admin-pw"}, StringData: map[string]string{"password": "Sample-pw-1"}}
+		if err := c.Create(t.Context(), pw); err != nil {
+			t.Fatal(err)
 		}
 		create(t, c, ns, objs...)
 		for _, u := range objs {

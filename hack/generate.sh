@@ -68,7 +68,7 @@ only_kinds() { # "Kind Kind..."
 		{ print }'
 }
 # The versions ASO's latest release (v2.21) serves of Cerulean's kinds, older than the stored
-# one (docs/resources.md lists them; the v-prefixed names are ASO's new names for the groups it
+# one (the newest) (docs/resources.md lists them; the v-prefixed names are ASO's new names for the groups it
 # has moved to them).
 copy_version managedidentity v1api20230131 v1api20181130 UserAssignedIdentity
 copy_version managedidentity v1api20230131 v1api20220131preview FederatedIdentityCredential
@@ -82,8 +82,8 @@ for v in v1api20230101 v1api20220901 v1api20210401; do alias_version storage $v;
 alias_version containerservice v1api20240901
 for v in v1api20230801 v1api20230401 v1api20201201; do copy_version cache v1api20241101 $v; done
 for v in v1api20241101 v1api20230801 v1api20230401 v1api20201201; do alias_version cache $v; done
-for v in v1api20230601preview v1api20221201 v1api20220120preview v1api20210601; do
-	copy_version dbforpostgresql v1api20240801 $v
+for v in v1api20240801 v1api20230601preview v1api20221201 v1api20220120preview v1api20210601; do
+	copy_version dbforpostgresql v1api20250801 $v
 done
 
 if compgen -G "api/*/*/*.go" >/dev/null; then

@@ -16,11 +16,11 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 )
 
-// Azure Service Operator's published samples for the older API versions its latest release still
-// serves (testdata/aso-samples, each file naming its source) apply unchanged and go Ready. The
+// Azure Service Operator's published samples for the API versions its latest release serves
+// besides the ones other tests use (testdata/aso-samples, each file naming its source) apply unchanged and go Ready. The
 // samples of one version share Azure names with the others' (aso-sample-rg, sampleredis1), so
 // each set runs in a namespace of its own, one after the other, and is deleted before the next.
-func TestASOOlderVersionSamples(t *testing.T) {
+func TestASOVersionSamples(t *testing.T) {
 	c := kube(t)
 	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
 	sets := []struct {
@@ -35,6 +35,8 @@ func TestASOOlderVersionSamples(t *testing.T) {
 		{"postgresql-v1api20210601", []string{"dbforpostgresql/v1api20210601_flexibleserver.yaml",
 			"dbforpostgresql/v1api20210601_flexibleserversdatabase.yaml", "dbforpostgresql/v1api20210601_flexibleserversfirewallrule.yaml"}},
 		// (ASO's configuration sample sets pgaudit.log: the local cloud's PostgreSQL has no pgaudit.)
+		{"postgresql-v1api20250801", []string{"dbforpostgresql/v1api20250801_flexibleserver.yaml",
+			"dbforpostgresql/v1api20250801_flexibleserversdatabase.yaml", "dbforpostgresql/v1api20250801_flexibleserversfirewallrule.yaml"}},
 		{"storage-v20220901", []string{"storage/v20220901_storageaccount.yaml", "storage/v20220901_storageaccountsblobservice.yaml",
 			"storage/v20220901_storageaccountsblobservicescontainer.yaml", "storage/v20220901_storageaccountsqueueservice.yaml",
 			"storage/v20220901_storageaccountsqueueservicesqueue.yaml"}},

@@ -35,8 +35,8 @@ var (
 func serviceKinds() []Kind {
 	pg := func(kind, armType, segment string) Kind {
 		return Kind{
-			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20240801", Kind: kind},
-			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers/" + armType, APIVersion: "2024-08-01",
+			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20250801", Kind: kind},
+			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers/" + armType, APIVersion: "2025-08-01",
 			Owner: OwnerChild, OwnerKinds: []schema.GroupKind{flexibleServerGK}, ChildSegment: segment, Flatten: true,
 			OwnedInKubernetes: true,
 		}
@@ -60,8 +60,8 @@ func serviceKinds() []Kind {
 	configuration.NoDelete = true // ARM has no DELETE of a server parameter
 	return []Kind{
 		{
-			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20240801", Kind: "FlexibleServer"},
-			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers", APIVersion: "2024-08-01",
+			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20250801", Kind: "FlexibleServer"},
+			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers", APIVersion: "2025-08-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, SecretInputs: []string{"administratorLoginPassword"},
 			Exports: statusExports(map[string]string{"fullyQualifiedDomainName": "fullyQualifiedDomainName"}),

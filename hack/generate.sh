@@ -35,7 +35,7 @@ arm_api() {
 # two cannot drift; the manager calls ARM with the newer api-version for both. Kinds named
 # after the versions are the only ones served at the older version (ASO serves a group's kinds
 # at different versions).
-copy_version() { # group v1apiNEW v1apiOLD [Kind...]
+copy_version() { # group NEW OLD [Kind...] (v1apiYYYYMMDD or vYYYYMMDD names)
 	local group=$1 new=$2 old=$3
 	shift 3
 	local src=api/$group/$new dst=api/$group/$old newapi oldapi
@@ -75,8 +75,8 @@ copy_version managedidentity v1api20230131 v1api20220131preview FederatedIdentit
 copy_version keyvault v1api20230701 v1api20210401preview
 copy_version authorization v1api20220401 v1api20200801preview
 for v in v1api20220401 v1api20200801preview; do alias_version authorization $v; done
-copy_version storage v1api20230101 v1api20220901
-copy_version storage v1api20230101 v1api20210401 StorageAccount StorageAccountsBlobService \
+for v in v1api20230101 v1api20220901; do copy_version storage v20250601 $v; done
+copy_version storage v20250601 v1api20210401 StorageAccount StorageAccountsBlobService \
 	StorageAccountsBlobServicesContainer StorageAccountsQueueService StorageAccountsQueueServicesQueue
 for v in v1api20230101 v1api20220901 v1api20210401; do alias_version storage $v; done
 alias_version containerservice v1api20240901

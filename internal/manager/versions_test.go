@@ -23,10 +23,11 @@ import (
 func TestASOVersionSamples(t *testing.T) {
 	c := kube(t)
 	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
-	sets := []struct {
+	type sampleSet struct {
 		name  string
 		files []string
-	}{
+	}
+	sets := []sampleSet{
 		{"identity-vault-role", []string{"managedidentity/v1api20181130_userassignedidentity.yaml",
 			"managedidentity/v1api20220131preview_federatedidentitycredential.yaml",
 			"keyvault/v1api20210401preview_vault.yaml", "authorization/v1api20200801preview_roleassignment.yaml"}},
@@ -37,15 +38,14 @@ func TestASOVersionSamples(t *testing.T) {
 		// (ASO's configuration sample sets pgaudit.log: the local cloud's PostgreSQL has no pgaudit.)
 		{"postgresql-v1api20250801", []string{"dbforpostgresql/v1api20250801_flexibleserver.yaml",
 			"dbforpostgresql/v1api20250801_flexibleserversdatabase.yaml", "dbforpostgresql/v1api20250801_flexibleserversfirewallrule.yaml"}},
-		{"storage-v20220901", []string{"storage/v20220901_storageaccount.yaml", "storage/v20220901_storageaccountsblobservice.yaml",
-			"storage/v20220901_storageaccountsblobservicescontainer.yaml", "storage/v20220901_storageaccountsqueueservice.yaml",
-			"storage/v20220901_storageaccountsqueueservicesqueue.yaml"}},
+	}
+	for _, v := range []string{"v20220901", "v20250601"} {
+		sets = append(sets, sampleSet{"storage-" + v, []string{"storage/" + v + "_storageaccount.yaml", "storage/" + v + "_storageaccountsblobservice.yaml",
+			"storage/" + v + "_storageaccountsblobservicescontainer.yaml", "storage/" + v + "_storageaccountsqueueservice.yaml",
+			"storage/" + v + "_storageaccountsqueueservicesqueue.yaml"}})
 	}
 	for _, v := range []string{"v1api20201201", "v1api20230401", "v20201201", "v20230401", "v20230801", "v20241101"} {
-		sets = append(sets, struct {
-			name  string
-			files []string
-		}{"redis-" + v, []string{"cache/" + v + "_redis.yaml", "cache/" + v + "_redisfirewallrule.yaml"}})
+		sets = append(sets, sampleSet{"redis-" + v, []string{"cache/" + v + "_redis.yaml", "cache/" + v + "_redisfirewallrule.yaml"}})
 	}
 	namespaces := make([]string, len(sets))
 	for i := range sets {

@@ -43,8 +43,8 @@ func serviceKinds() []Kind {
 	}
 	storage := func(kind, armType, segment string, owner schema.GroupKind, defaultName bool) Kind {
 		k := Kind{
-			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v1api20230101", Kind: kind},
-			ARMType: "Microsoft.Storage/storageAccounts/" + armType, APIVersion: "2023-01-01",
+			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v20250601", Kind: kind},
+			ARMType: "Microsoft.Storage/storageAccounts/" + armType, APIVersion: "2025-06-01",
 			Owner: OwnerChild, OwnerKinds: []schema.GroupKind{owner}, ChildSegment: segment, Flatten: true,
 			OwnedInKubernetes: true,
 		}

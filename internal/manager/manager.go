@@ -42,11 +42,13 @@ import (
 	containerservicev20240901 "github.com/cerulean/cerulean/api/containerservice/v20240901"
 	dbforpostgresqlv1 "github.com/cerulean/cerulean/api/dbforpostgresql/v1"
 	dbforpostgresqlv1api20240801 "github.com/cerulean/cerulean/api/dbforpostgresql/v1api20240801"
+	dbforpostgresqlv1api20250801 "github.com/cerulean/cerulean/api/dbforpostgresql/v1api20250801"
 	keyvaultv1api20230701 "github.com/cerulean/cerulean/api/keyvault/v1api20230701"
 	managedidentityv1api20230131 "github.com/cerulean/cerulean/api/managedidentity/v1api20230131"
 	resourcesv1api20200601 "github.com/cerulean/cerulean/api/resources/v1api20200601"
 	storagev1api20230101 "github.com/cerulean/cerulean/api/storage/v1api20230101"
 	storagev20230101 "github.com/cerulean/cerulean/api/storage/v20230101"
+	storagev20250601 "github.com/cerulean/cerulean/api/storage/v20250601"
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/azure/armmetrics"
 	"github.com/cerulean/cerulean/internal/controller/armresource"
@@ -137,9 +139,9 @@ func Scheme() (*runtime.Scheme, error) {
 		clientgoscheme.AddToScheme,
 		resourcesv1api20200601.AddToScheme, managedidentityv1api20230131.AddToScheme, keyvaultv1api20230701.AddToScheme,
 		authorizationv1api20220401.AddToScheme, authorizationv20220401.AddToScheme,
-		storagev1api20230101.AddToScheme, storagev20230101.AddToScheme,
+		storagev20250601.AddToScheme, storagev1api20230101.AddToScheme, storagev20230101.AddToScheme,
 		containerservicev1api20240901.AddToScheme, containerservicev20240901.AddToScheme,
-		dbforpostgresqlv1api20240801.AddToScheme, dbforpostgresqlv1.AddToScheme,
+		dbforpostgresqlv1api20250801.AddToScheme, dbforpostgresqlv1api20240801.AddToScheme, dbforpostgresqlv1.AddToScheme,
 		cachev1api20241101.AddToScheme, cachev1api20230801.AddToScheme,
 		aadpodidentityv1.AddToScheme, ceruleanv1alpha1.AddToScheme, secretsstorev1.AddToScheme,
 	} {

@@ -8,7 +8,7 @@ import (
 	"github.com/cerulean/cerulean/api/shared"
 )
 
-// Redis is an Azure Cache for Redis (Microsoft.Cache/redis, API 2023-08-01).
+// Redis is an Azure Cache for Redis (Microsoft.Cache/redis, API 2023-08-01; the manager calls ARM with 2024-11-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || (self.metadata.name.matches('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$') && !self.metadata.name.contains('--'))",message="metadata.name is the Azure name when spec.azureName is empty: cache names are 1 to 63 letters, digits and hyphens, starting and ending with a letter or digit, without consecutive hyphens"
@@ -155,7 +155,7 @@ type RedisList struct {
 }
 
 // RedisFirewallRule lets an address range reach a cache
-// (Microsoft.Cache/redis/firewallRules, API 2023-08-01).
+// (Microsoft.Cache/redis/firewallRules, API 2023-08-01; the manager calls ARM with 2024-11-01).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9_]{1,64}$')",message="metadata.name is the Azure name when spec.azureName is empty: cache firewall rule names are 1 to 64 letters, digits and underscores (no hyphens or periods)"

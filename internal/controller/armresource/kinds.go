@@ -139,8 +139,8 @@ func Kinds() []Kind {
 			DefaultName: roleAssignmentName, Prepare: prepareRoleAssignment,
 		},
 		{
-			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v1api20230101", Kind: "StorageAccount"},
-			ARMType: "Microsoft.Storage/storageAccounts", APIVersion: "2023-01-01",
+			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v20250601", Kind: "StorageAccount"},
+			ARMType: "Microsoft.Storage/storageAccounts", APIVersion: "2025-06-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			Exports: storageExports, SecretValues: storageKeys,
 			Exported: Exported{ConfigMaps: storageEndpoints, Secrets: append([]string{"key1", "key2"}, storageEndpoints...)},

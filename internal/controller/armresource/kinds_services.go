@@ -35,8 +35,8 @@ var (
 func serviceKinds() []Kind {
 	pg := func(kind, armType, segment string) Kind {
 		return Kind{
-			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20240801", Kind: kind},
-			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers/" + armType, APIVersion: "2024-08-01",
+			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20250801", Kind: kind},
+			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers/" + armType, APIVersion: "2025-08-01",
 			Owner: OwnerChild, OwnerKinds: []schema.GroupKind{flexibleServerGK}, ChildSegment: segment, Flatten: true,
 			OwnedInKubernetes: true,
 			CheckPut:          stateCheck{field: "state", allowed: flexibleServerStates, parent: true, what: "the owning FlexibleServer"}.check,
@@ -44,8 +44,8 @@ func serviceKinds() []Kind {
 	}
 	storage := func(kind, armType, segment string, owner schema.GroupKind, defaultName bool) Kind {
 		k := Kind{
-			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v1api20230101", Kind: kind},
-			ARMType: "Microsoft.Storage/storageAccounts/" + armType, APIVersion: "2023-01-01",
+			GVK:     schema.GroupVersionKind{Group: GroupStorage, Version: "v20250601", Kind: kind},
+			ARMType: "Microsoft.Storage/storageAccounts/" + armType, APIVersion: "2025-06-01",
 			Owner: OwnerChild, OwnerKinds: []schema.GroupKind{owner}, ChildSegment: segment, Flatten: true,
 			OwnedInKubernetes: true,
 		}
@@ -61,8 +61,8 @@ func serviceKinds() []Kind {
 	configuration.NoDelete = true // ARM has no DELETE of a server parameter
 	return []Kind{
 		{
-			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20240801", Kind: "FlexibleServer"},
-			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers", APIVersion: "2024-08-01",
+			GVK:     schema.GroupVersionKind{Group: GroupPostgreSQL, Version: "v1api20250801", Kind: "FlexibleServer"},
+			ARMType: "Microsoft.DBforPostgreSQL/flexibleServers", APIVersion: "2025-08-01",
 			Owner: OwnerProvider, OwnerKinds: []schema.GroupKind{resourceGroupGK}, Flatten: true,
 			OwnedInKubernetes: true, SecretInputs: []string{"administratorLoginPassword"},
 			CheckPut: stateCheck{field: "state", allowed: flexibleServerStates, what: "the FlexibleServer"}.check,

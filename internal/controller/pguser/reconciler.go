@@ -49,7 +49,7 @@ const (
 	indexOwner            = "cerulean.user.owner"
 )
 
-var serverGVK = schema.GroupVersionKind{Group: "dbforpostgresql.azure.com", Version: "v1api20240801", Kind: "FlexibleServer"}
+var serverGVK = schema.GroupVersionKind{Group: "dbforpostgresql.azure.com", Version: "v1api20250801", Kind: "FlexibleServer"}
 
 // Options configure the Reconciler.
 type Options struct {

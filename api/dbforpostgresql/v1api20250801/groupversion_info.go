@@ -1,0 +1,29 @@
+// Package v1api20250801 contains the dbforpostgresql.azure.com API, version v1api20250801: the schema of Azure Service Operator v2's
+// kinds of that group and version, reconciled by Cerulean's manager.
+// +kubebuilder:object:generate=true
+// +groupName=dbforpostgresql.azure.com
+package v1api20250801
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// GroupVersion is the group and version of these kinds.
+	GroupVersion = schema.GroupVersion{Group: "dbforpostgresql.azure.com", Version: "v1api20250801"}
+	// SchemeBuilder registers the kinds.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds the kinds to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// objects are the kinds' types; each types file adds its own.
+var objects []runtime.Object
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, objects...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

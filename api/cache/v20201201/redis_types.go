@@ -98,6 +98,9 @@ type RedisOperatorSpec struct {
 }
 
 // RedisOperatorSecrets names a Secret key per value.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type RedisOperatorSecrets struct {
 	// hostName is the cache's host name.
 	// +optional

@@ -95,9 +95,26 @@ type FlexibleServerOperatorSpec struct {
 	// configMaps exports values to ConfigMaps.
 	// +optional
 	ConfigMaps *FlexibleServerOperatorConfigMaps `json:"configMaps,omitempty"`
+	// secrets exports values to Secrets (Azure Service Operator's older versions export the
+	// host name there).
+	// +optional
+	Secrets *FlexibleServerOperatorSecrets `json:"secrets,omitempty"`
+}
+
+// FlexibleServerOperatorSecrets names a Secret key per value.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
+type FlexibleServerOperatorSecrets struct {
+	// fullyQualifiedDomainName is the server's host name.
+	// +optional
+	FullyQualifiedDomainName *shared.SecretDestination `json:"fullyQualifiedDomainName,omitempty"`
 }
 
 // FlexibleServerOperatorConfigMaps names a ConfigMap key per value.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type FlexibleServerOperatorConfigMaps struct {
 	// fullyQualifiedDomainName is the server's host name.
 	// +optional

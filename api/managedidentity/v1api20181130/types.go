@@ -66,6 +66,9 @@ type UserAssignedIdentityOperatorSpec struct {
 }
 
 // UserAssignedIdentityOperatorConfigMaps names a ConfigMap key per id.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type UserAssignedIdentityOperatorConfigMaps struct {
 	// clientId is the identity's application (client) id.
 	// +optional
@@ -79,6 +82,9 @@ type UserAssignedIdentityOperatorConfigMaps struct {
 }
 
 // UserAssignedIdentityOperatorSecrets names a Secret key per id.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type UserAssignedIdentityOperatorSecrets struct {
 	// clientId is the identity's application (client) id.
 	// +optional

@@ -85,6 +85,9 @@ type StorageAccountOperatorSpec struct {
 }
 
 // StorageAccountOperatorConfigMaps names a ConfigMap key per endpoint.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type StorageAccountOperatorConfigMaps struct {
 	// blobEndpoint is the primary blob endpoint.
 	// +optional
@@ -107,6 +110,9 @@ type StorageAccountOperatorConfigMaps struct {
 }
 
 // StorageAccountOperatorSecrets names a Secret key per key and endpoint.
+// Other entries (of Azure Service Operator's schema, which Cerulean does not produce) are kept,
+// not exported, and named in Ready's message and a Warning Event.
+// +kubebuilder:pruning:PreserveUnknownFields
 type StorageAccountOperatorSecrets struct {
 	// key1 is the first access key.
 	// +optional

@@ -55,7 +55,8 @@ type Config struct {
 	// Audience of the projected token; empty means api://AzureADTokenExchange.
 	Audience string
 	// ProxyImage and ProxyInitImage are the upstream proxy's images for pods that ask for the
-	// proxy sidecar; when empty such pods are mutated without it and get a warning.
+	// proxy sidecar (both or neither: SetProxyImages); when empty such pods are mutated without
+	// it and get a warning.
 	ProxyImage     string
 	ProxyInitImage string
 }
@@ -143,7 +144,7 @@ func Mutate(pod *corev1.Pod, sa *corev1.ServiceAccount, cfg Config) ([]string, e
 		case pod.Spec.HostNetwork:
 			return nil, fmt.Errorf("%w: the proxy sidecar (%s) cannot run in a pod with hostNetwork", ErrInvalid, InjectProxyAnnotation)
 		case cfg.ProxyImage == "" || cfg.ProxyInitImage == "":
-			warnings = append(warnings, fmt.Sprintf("%s: no proxy image is configured, so no proxy sidecar was injected; "+
+			warnings = append(warnings, fmt.Sprintf("%s: no proxy image is configured (the manager's --proxy-image and --proxy-init-image), so no proxy sidecar was injected; "+
 				"the pod still gets the AZURE_* variables and the token file for an SDK with workload identity support", InjectProxyAnnotation))
 		default:
 			injectProxy = true

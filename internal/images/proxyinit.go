@@ -160,8 +160,11 @@ func upstreamFile(ctx context.Context, dir, module, file string) ([]byte, error)
 		return nil, fmt.Errorf("download %s in %s: %w", module, dir, err)
 	}
 	var m struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return nil, fmt.Errorf("download %s in %s: %v %s", module, dir, err, m.Error)
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, fmt.Errorf("download %s in %s: %w", module, dir, err)
+	}
+	if m.Dir == "" {
+		return nil, fmt.Errorf("download %s in %s: %s", module, dir, m.Error)
 	}
 	b, err := os.ReadFile(filepath.Join(m.Dir, file))
 	if err != nil {

@@ -44,7 +44,7 @@ node: control-plane ## Build and install the local node: kubelet, kube-scheduler
 	@for g in $(NODE_TOOLS); do hack/tools/build.sh $$g; done
 
 .PHONY: images
-images: ## Build the local node's images (cerulean: the product binary only, pause, test-app) into bin/images
+images: ## Build the local node's images (cerulean: the product binary only, pause, test-app, upstream's workload identity proxy and proxy-init) into bin/images
 	@go run ./hack/images -out $(BIN)/images -ldflags '$(LDFLAGS)'
 
 .PHONY: engines

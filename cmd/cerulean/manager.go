@@ -11,6 +11,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/manager"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
+	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -22,6 +23,7 @@ func newManagerCommand() *cobra.Command {
 	var exportVault string
 	var allowIDs, allowScopes bool
 	var genericTypes []string
+	var proxyImage, proxyInitImage string
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the controllers: Azure resources from manifests",
@@ -32,7 +34,8 @@ ARM, and cerulean.dev AzureResource (any ARM type) for the types --generic-resou
 Environment: the global credential and cloud as AZURE_TENANT_ID, AZURE_CLIENT_ID,
 AZURE_CLIENT_SECRET (or AZURE_CLIENT_CERTIFICATE_PATH), AZURE_SUBSCRIPTION_ID, AZURE_AUTHORITY_HOST,
 AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE; AZURE_SYNC_PERIOD
-(default 1h) and AZURE_TARGET_NAMESPACES (comma-separated; default all).`,
+(default 1h) and AZURE_TARGET_NAMESPACES (comma-separated; default all); PROXY_IMAGE and
+PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream webhook reads them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			poll, leader, leaderNS, metrics, health, podIdentity := opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr, opts.PodIdentity
@@ -46,6 +49,10 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 			opts.PodIdentity = podIdentity
 			opts.AllowUngrantedIdentities, opts.AllowUngrantedScopes = allowIDs, allowScopes
 			opts.GenericResourceTypes = genericTypes
+			var wi workloadidentity.Config
+			if err := wi.SetProxyImages(os.Getenv, given(cmd, "proxy-image", proxyImage), given(cmd, "proxy-init-image", proxyInitImage)); err != nil {
+				return err
+			}
 			rc, err := manager.RESTConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -53,6 +60,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 			opts.REST = rc
 			if hookPort > 0 {
 				opts.Webhooks = webhookOptions(hookHost, hookPort, hookService, hookNamespace, os.Getenv("POD_NAMESPACE"))
+				opts.Webhooks.WorkloadIdentity = wi
 			}
 			level := slog.LevelInfo
 			if verbose {
@@ -79,7 +87,17 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 	f.StringVar(&hookHost, "webhook-host", "127.0.0.1", "address the webhooks listen on (registered by URL unless --webhook-service)")
 	f.StringVar(&hookService, "webhook-service", "", "in a cluster: the Service in front of the webhooks (port 443), in --webhook-namespace")
 	f.StringVar(&hookNamespace, "webhook-namespace", "", "namespace of the webhooks' CA Secret and Service (default: POD_NAMESPACE, else default)")
+	f.StringVar(&proxyImage, "proxy-image", "", "image of the workload identity proxy sidecar, injected into pods annotated azure.workload.identity/inject-proxy-sidecar (default: PROXY_IMAGE; none: such pods get a warning and no sidecar)")
+	f.StringVar(&proxyInitImage, "proxy-init-image", "", "image of the proxy's init container, which sends the pod's IMDS traffic to the sidecar; set with --proxy-image (default: PROXY_INIT_IMAGE)")
 	return cmd
+}
+
+// given is the flag's value when the command line sets it (even empty), else nil.
+func given(cmd *cobra.Command, flag, value string) *string {
+	if !cmd.Flags().Changed(flag) {
+		return nil
+	}
+	return &value
 }
 
 func webhookOptions(host string, port int, service, namespace, podNamespace string) *webhooks.Options {

@@ -31,8 +31,10 @@ const (
 )
 
 // allOn turns every option on: both DaemonSets, the manager's workload identity, a private
-// cloud's endpoints and CA, the metrics Service.
+// cloud's endpoints and CA, the metrics Service, the proxy sidecar's images.
 var allOn = []string{
+	"manager.webhook.proxyImage=mcr.microsoft.com/oss/azure/workload-identity/proxy:v1.5.1",
+	"manager.webhook.proxyInitImage=mcr.microsoft.com/oss/azure/workload-identity/proxy-init:v1.5.1",
 	"nodeAgent.enabled=true", "csiProvider.enabled=true", "manager.metrics.service=true",
 	"azure.tenantID=72f988bf-86f1-41af-91ab-2d7cd011db47", "azure.subscriptionID=00000000-0000-0000-0000-000000000000",
 	"azure.authorityHost=https://login.example.test/", "azure.resourceManagerEndpoint=https://management.example.test/",
@@ -187,6 +189,29 @@ func TestManager(t *testing.T) {
 	// One replica: no budget that would block every drain.
 	if find(t, render(t, "manager.replicas=1"), "PodDisruptionBudget", "", &pdb) {
 		t.Error("a PodDisruptionBudget for a single replica")
+	}
+}
+
+// The proxy sidecar's images reach the manager's flags, and only when set.
+func TestManagerProxyImages(t *testing.T) {
+	args := func(set ...string) []string {
+		t.Helper()
+		var d appsv1.Deployment
+		if !find(t, render(t, set...), "Deployment", "", &d) {
+			t.Fatal("no Deployment")
+		}
+		return d.Spec.Template.Spec.Containers[0].Args
+	}
+	for _, a := range args() {
+		if strings.HasPrefix(a, "--proxy-") {
+			t.Errorf("default values give %s", a)
+		}
+	}
+	got := args("manager.webhook.proxyImage=reg.example/proxy:v1.5.1", "manager.webhook.proxyInitImage=reg.example/proxy-init:v1.5.1")
+	for _, want := range []string{"--proxy-image=reg.example/proxy:v1.5.1", "--proxy-init-image=reg.example/proxy-init:v1.5.1"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("args %v lack %s", got, want)
+		}
 	}
 }
 
@@ -455,10 +480,12 @@ func TestCloudValues(t *testing.T) {
 func TestBadValues(t *testing.T) {
 	h, chart := helm(t)
 	for set, want := range map[string]string{
-		"manager.credential.type=password":    "manager.credential.type",
-		"manager.credential.type=secret":      "manager.credential.secretName",
-		"manager.podIdentity=sometimes":       "manager.podIdentity",
-		"manager.credential.clientID=abc-def": "azure.tenantID",
+		"manager.credential.type=password":                         "manager.credential.type",
+		"manager.credential.type=secret":                           "manager.credential.secretName",
+		"manager.podIdentity=sometimes":                            "manager.podIdentity",
+		"manager.credential.clientID=abc-def":                      "azure.tenantID",
+		"manager.webhook.proxyImage=reg.example/proxy:v1":          "manager.webhook.proxyInitImage",
+		"manager.webhook.proxyInitImage=reg.example/proxy-init:v1": "set both or neither",
 	} {
 		_, err := h.Template(t.Context(), chart, release, namespace, set)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -33,11 +33,27 @@ import (
 // node's containerd refuses every pull, and pods use imagePullPolicy IfNotPresent or Never.
 const Registry = "cerulean.local"
 
+// AzureWorkloadIdentityVersion is the upstream module the proxy images are built from, as
+// hack/tools/azure-workload-identity pins it.
+const AzureWorkloadIdentityVersion = "v1.5.1"
+
 // The images' names, as pods and the Helm chart name them.
 const (
 	Cerulean = Registry + "/cerulean:dev"
 	Pause    = Registry + "/pause:3.10"
 	TestApp  = Registry + "/test-app:dev"
+	// AzwiProxy and AzwiProxyInit are Azure Workload Identity's proxy sidecar and its init
+	// container, built from the upstream module, for the webhook's --proxy-image and
+	// --proxy-init-image on the local node.
+	AzwiProxy     = Registry + "/azure-workload-identity/proxy:" + AzureWorkloadIdentityVersion
+	AzwiProxyInit = Registry + "/azure-workload-identity/proxy-init:" + AzureWorkloadIdentityVersion
+)
+
+// azwiTools is the tools group that pins the upstream module; the checksum database does not
+// know the module (its go.sum pins the hash).
+const (
+	azwiTools  = "hack/tools/azure-workload-identity"
+	azwiModule = "github.com/Azure/azure-workload-identity"
 )
 
 // Spec describes one image: which package of this module becomes its binary, and where.
@@ -50,6 +66,18 @@ type Spec struct {
 	Binary string
 	// File names the image's archive in the output directory.
 	File string
+	// Dir is the Go module the package is built in, relative to this module's root (a tools
+	// group pinning a peer); empty: this module.
+	Dir string
+	// Env is added to go build's environment.
+	Env []string
+	// LDFlags, when set, replace Options.LDFlags (a peer's version stamp instead of ours).
+	LDFlags string
+	// User is the image's user, numeric (the kubelet checks runAsNonRoot against it); empty: root.
+	User string
+	// make, when set, builds the image instead of the steps above (an image that is not one
+	// binary of a Go module).
+	make func(ctx context.Context, modDir string) (v1.Image, error)
 }
 
 // All are the images `make images` builds.
@@ -57,6 +85,12 @@ var All = []Spec{
 	{Name: Cerulean, Package: "./cmd/cerulean", Binary: "/usr/local/bin/cerulean", File: "cerulean.tar"},
 	{Name: Pause, Package: "./internal/images/pause", Binary: "/pause", File: "pause.tar"},
 	{Name: TestApp, Package: "./test/app", Binary: "/usr/local/bin/test-app", File: "test-app.tar"},
+	// Upstream's proxy, unmodified, as its own image has it: /proxy, user 1501 (the id its init
+	// container's rules let through to the real IMDS).
+	{Name: AzwiProxy, Package: azwiModule + "/cmd/proxy", Binary: "/proxy", File: "azwi-proxy.tar", Dir: azwiTools,
+		Env: []string{"GONOSUMDB=" + azwiModule}, User: "1501:1501",
+		LDFlags: "-X " + azwiModule + "/pkg/version.BuildVersion=" + AzureWorkloadIdentityVersion},
+	{Name: AzwiProxyInit, File: "azwi-proxy-init.tar", make: proxyInit},
 }
 
 // Options configure Build.
@@ -104,19 +138,7 @@ func Build(ctx context.Context, opts Options) ([]string, error) {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.Name) {
 			continue
 		}
-		fmt.Fprintf(progress, "building image %s from %s…\n", s.Name, s.Package)
-		bin := filepath.Join(work, path.Base(s.Binary))
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", opts.LDFlags, "-o", bin, s.Package)
-		cmd.Dir = modDir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build image %s: go build %s: %w\n%s", s.Name, s.Package, err, b)
-		}
-		content, err := os.ReadFile(bin)
-		if err != nil {
-			return nil, fmt.Errorf("build image %s: %w", s.Name, err)
-		}
-		img, err := FromBinary(content, s.Binary)
+		img, err := buildImage(ctx, s, modDir, work, opts.LDFlags, progress)
 		if err != nil {
 			return nil, fmt.Errorf("build image %s: %w", s.Name, err)
 		}
@@ -129,14 +151,61 @@ func Build(ctx context.Context, opts Options) ([]string, error) {
 	return out, nil
 }
 
+// buildImage makes one image: its own make function, or go build of its package.
+func buildImage(ctx context.Context, s Spec, modDir, work, ldflags string, progress io.Writer) (v1.Image, error) {
+	if s.make != nil {
+		fmt.Fprintf(progress, "building image %s…\n", s.Name)
+		return s.make(ctx, modDir)
+	}
+	fmt.Fprintf(progress, "building image %s from %s…\n", s.Name, s.Package)
+	if s.LDFlags != "" {
+		ldflags = s.LDFlags
+	}
+	bin := filepath.Join(work, path.Base(s.Binary))
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, s.Package)
+	cmd.Dir = filepath.Join(modDir, s.Dir)
+	cmd.Env = append(append(os.Environ(), s.Env...), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w\n%s", s.Package, err, b)
+	}
+	content, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	img, err := FromBinary(content, s.Binary)
+	if err != nil || s.User == "" {
+		return img, err
+	}
+	return withConfig(img, func(c *v1.Config) { c.User = s.User })
+}
+
+// File is one entry of an image's layer: a regular file with Content, or a symlink to Link.
+type File struct {
+	Path    string
+	Mode    int64
+	Content []byte
+	Link    string
+}
+
 // FromBinary is an image holding one executable at binary (also its entrypoint) and an empty,
 // world-writable /tmp. Timestamps are zero so that the digest depends on the content only.
 func FromBinary(content []byte, binary string) (v1.Image, error) {
+	return FromFiles([]File{{Path: binary, Mode: 0o755, Content: content}}, binary)
+}
+
+// FromFiles is an image of one layer holding files (and the directories above them), an empty,
+// world-writable /tmp, and entrypoint. Timestamps are zero so that the digest depends on the
+// content only.
+func FromFiles(files []File, entrypoint string) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := []string{"tmp/"}
-	for d := path.Dir(strings.TrimPrefix(binary, "/")); d != "." && d != "/"; d = path.Dir(d) {
-		dirs = append(dirs, d+"/")
+	for _, f := range files {
+		for d := path.Dir(strings.TrimPrefix(f.Path, "/")); d != "." && d != "/"; d = path.Dir(d) {
+			if !slices.Contains(dirs, d+"/") {
+				dirs = append(dirs, d+"/")
+			}
+		}
 	}
 	slices.Sort(dirs)
 	for _, d := range dirs {
@@ -148,12 +217,19 @@ func FromBinary(content []byte, binary string) (v1.Image, error) {
 			return nil, fmt.Errorf("write layer: %w", err)
 		}
 	}
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(binary, "/"), Mode: 0o755, Size: int64(len(content)), ModTime: time.Unix(0, 0)}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("write layer: %w", err)
-	}
-	if _, err := tw.Write(content); err != nil {
-		return nil, fmt.Errorf("write layer: %w", err)
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	for _, f := range files {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode, Size: int64(len(f.Content)), ModTime: time.Unix(0, 0)}
+		if f.Link != "" {
+			hdr = &tar.Header{Typeflag: tar.TypeSymlink, Name: hdr.Name, Linkname: f.Link, Mode: 0o777, ModTime: time.Unix(0, 0)}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("write layer: %w", err)
+		}
+		if _, err := tw.Write(f.Content); err != nil {
+			return nil, fmt.Errorf("write layer: %w", err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("write layer: %w", err)
@@ -177,8 +253,23 @@ func FromBinary(content []byte, binary string) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
-	cfg.Config.Entrypoint = []string{binary}
+	cfg.Config.Entrypoint = []string{entrypoint}
 	cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	img, err = mutate.ConfigFile(img, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("make image: %w", err)
+	}
+	return img, nil
+}
+
+// withConfig is img with its config changed by edit.
+func withConfig(img v1.Image, edit func(*v1.Config)) (v1.Image, error) {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("make image: %w", err)
+	}
+	cfg = cfg.DeepCopy()
+	edit(&cfg.Config)
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("make image: %w", err)

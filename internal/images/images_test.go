@@ -2,15 +2,22 @@ package images_test
 
 import (
 	"archive/tar"
+	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
 	"github.com/cerulean/cerulean/internal/images"
+	"github.com/cerulean/cerulean/internal/testenv"
 )
 
 // An image is the binary, executable, at its path and as its entrypoint, for this architecture,
@@ -123,5 +130,150 @@ func TestWriteArchiveNamesTheImage(t *testing.T) {
 func TestBuildFailsClearly(t *testing.T) {
 	if _, err := images.Build(t.Context(), images.Options{}); err == nil {
 		t.Error("Build without an output directory succeeded")
+	}
+}
+
+// The proxy images are named for the upstream version the tools group pins, which is the one
+// they are built from.
+func TestProxyImagesFollowThePin(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "hack", "tools", "azure-workload-identity", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "require github.com/Azure/azure-workload-identity " + images.AzureWorkloadIdentityVersion + "\n"; !strings.Contains(string(b), want) {
+		t.Errorf("hack/tools/azure-workload-identity/go.mod lacks %q", want)
+	}
+	for _, name := range []string{images.AzwiProxy, images.AzwiProxyInit} {
+		if !strings.HasSuffix(name, ":"+images.AzureWorkloadIdentityVersion) {
+			t.Errorf("image %s is not tagged with the pinned version", name)
+		}
+	}
+}
+
+// The proxy-init image is upstream's script with Debian's iptables and everything the loader
+// needs for it: every library the binaries and extensions name is in the image.
+func TestProxyInitImage(t *testing.T) {
+	testenv.Tools(t, "make node", "iptables")
+	out := t.TempDir()
+	archives, err := images.Build(t.Context(), images.Options{OutDir: out, Only: []string{images.AzwiProxyInit}})
+	if err != nil || len(archives) != 1 {
+		t.Fatalf("build: %v %v", archives, err)
+	}
+	root := t.TempDir()
+	if err := untar(archives[0], root); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := layout.ImageIndexFromPath(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil || len(m.Manifests) != 1 {
+		t.Fatalf("index: %v %v", m, err)
+	}
+	li, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := li.ConfigFile()
+	if err != nil || cfg.Config.Entrypoint[0] != "/bin/init-iptables.sh" {
+		t.Fatalf("config %+v %v", cfg, err)
+	}
+	files := map[string][]byte{}
+	links := map[string]string{}
+	layers, err := li.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			links["/"+h.Name] = h.Linkname
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["/"+h.Name] = b
+	}
+	if !strings.Contains(string(files["/bin/init-iptables.sh"]), "AZWI_PROXY_REDIRECT") || links["/usr/sbin/iptables"] != "xtables-nft-multi" {
+		t.Errorf("script %q, iptables link %q", files["/bin/init-iptables.sh"], links["/usr/sbin/iptables"])
+	}
+	for name, b := range files {
+		f, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			continue // not an ELF object (the script, directories)
+		}
+		needed, err := f.ImportedLibraries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lib := range needed {
+			if files[path.Join("/usr/lib", multiarch(t), lib)] == nil {
+				t.Errorf("%s needs %s, which the image lacks", name, lib)
+			}
+		}
+	}
+	if files["/bin/sh"] == nil || files["/usr/sbin/xtables-nft-multi"] == nil {
+		t.Error("no /bin/sh or iptables in the image")
+	}
+}
+
+func multiarch(t *testing.T) string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x86_64-linux-gnu"
+	case "arm64":
+		return "aarch64-linux-gnu"
+	}
+	t.Skipf("no Debian multiarch directory known for %s", runtime.GOARCH)
+	return ""
+}
+
+func untar(archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/manager"
 	"github.com/cerulean/cerulean/internal/webhook/webhooks"
+	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
 // IssuerConfigMap is the ConfigMap (namespace default, key issuerURL) holding the cluster's
@@ -36,8 +37,9 @@ const SyncPeriod = 5 * time.Minute
 
 // startManager installs the CRDs and runs the manager in-process with the bootstrap principal
 // as the global credential and the token of ServiceAccount cerulean-system/cerulean-manager for
-// workload-identity credential secrets; the returned channel yields its end.
-func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, dataDir string) (<-chan error, error) {
+// workload-identity credential secrets, and wi's proxy images for the webhook; the returned
+// channel yields its end.
+func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, dataDir string, wi workloadidentity.Config) (<-chan error, error) {
 	if err := manager.InstallCRDs(ctx, cp.RESTConfig); err != nil {
 		return nil, err
 	}
@@ -90,7 +92,7 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 			SyncPeriod: SyncPeriod, PollInterval: time.Second, TokenSource: tokens,
 			MetricsAddr: "0", HealthAddr: "0",
 			Logger:   logr.FromSlogHandler(slog.NewJSONHandler(logFile, nil)),
-			Webhooks: &webhooks.Options{Namespace: "default", Host: "127.0.0.1", Port: hookPort},
+			Webhooks: &webhooks.Options{Namespace: "default", Host: "127.0.0.1", Port: hookPort, WorkloadIdentity: wi},
 			// The generic kind may create what the local cloud answers for (it answers nothing else).
 			GenericResourceTypes: generic.Types(),
 		})

@@ -3,6 +3,7 @@ package up
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -12,6 +13,8 @@ import (
 	"github.com/cerulean/cerulean/internal/azure"
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/images"
+	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
 // The node's place in the local cloud, named as AKS names a node pool's scale set: pod identity
@@ -82,4 +85,24 @@ func startNode(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, op
 	}
 	node, err := cp.StartNode(ctx, devenv.NodeOptions{ProviderID: providerID, Images: archives, LockWait: opts.NodeWait, Progress: opts.Out})
 	return node, providerID, err
+}
+
+// proxyImages gives the webhook the proxy sidecar's images `make images` built, when the node
+// imported them from bin/images (an older bin/images lacks them: pods then get a warning).
+func proxyImages(binDir string) workloadidentity.Config {
+	if binDir == "" {
+		var err error
+		if binDir, err = devenv.DefaultBinDir(); err != nil {
+			return workloadidentity.Config{}
+		}
+	}
+	for _, s := range images.All {
+		if s.Name != images.AzwiProxy && s.Name != images.AzwiProxyInit {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(binDir, "images", s.File)); err != nil {
+			return workloadidentity.Config{}
+		}
+	}
+	return workloadidentity.Config{ProxyImage: images.AzwiProxy, ProxyInitImage: images.AzwiProxyInit}
 }

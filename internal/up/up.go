@@ -19,6 +19,7 @@ import (
 	"github.com/cerulean/cerulean/internal/fsutil"
 	"github.com/cerulean/cerulean/internal/nodeagent"
 	"github.com/cerulean/cerulean/internal/shellenv"
+	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
 // Options configure Run.
@@ -148,7 +149,11 @@ func Run(ctx context.Context, opts Options) error {
 	fmt.Fprintln(opts.Out, "starting the manager…")
 	mgrCtx, stopManager := context.WithCancel(ctx)
 	defer stopManager()
-	managerDone, err := startManager(mgrCtx, cp, az, dataDir)
+	var wi workloadidentity.Config
+	if node != nil {
+		wi = proxyImages(opts.BinDir)
+	}
+	managerDone, err := startManager(mgrCtx, cp, az, dataDir, wi)
 	if err != nil {
 		return err
 	}

@@ -98,6 +98,9 @@ seccompProfile:
 {{- if not (has .Values.manager.podIdentity (list "standard" "managed" "off")) -}}
 {{- fail (printf "manager.podIdentity %q is none of standard, managed, off" .Values.manager.podIdentity) -}}
 {{- end -}}
+{{- if ne (empty .Values.manager.webhook.proxyImage) (empty .Values.manager.webhook.proxyInitImage) -}}
+{{- fail "manager.webhook.proxyImage and manager.webhook.proxyInitImage go together: set both or neither" -}}
+{{- end -}}
 {{- if and .Values.manager.leaderElection (lt (int .Values.manager.replicas) 1) -}}
 {{- fail "manager.replicas must be at least 1" -}}
 {{- end -}}

@@ -7,6 +7,8 @@ package workloadidentity
 import (
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,7 +57,8 @@ type Config struct {
 	// Audience of the projected token; empty means api://AzureADTokenExchange.
 	Audience string
 	// ProxyImage and ProxyInitImage are the upstream proxy's images for pods that ask for the
-	// proxy sidecar; when empty such pods are mutated without it and get a warning.
+	// proxy sidecar (both or neither: SetProxyImages); when empty such pods are mutated without
+	// it and get a warning.
 	ProxyImage     string
 	ProxyInitImage string
 }
@@ -143,7 +146,7 @@ func Mutate(pod *corev1.Pod, sa *corev1.ServiceAccount, cfg Config) ([]string, e
 		case pod.Spec.HostNetwork:
 			return nil, fmt.Errorf("%w: the proxy sidecar (%s) cannot run in a pod with hostNetwork", ErrInvalid, InjectProxyAnnotation)
 		case cfg.ProxyImage == "" || cfg.ProxyInitImage == "":
-			warnings = append(warnings, fmt.Sprintf("%s: no proxy image is configured, so no proxy sidecar was injected; "+
+			warnings = append(warnings, fmt.Sprintf("%s: no proxy image is configured (the manager's --proxy-image and --proxy-init-image), so no proxy sidecar was injected; "+
 				"the pod still gets the AZURE_* variables and the token file for an SDK with workload identity support", InjectProxyAnnotation))
 		default:
 			injectProxy = true
@@ -166,7 +169,7 @@ func Mutate(pod *corev1.Pod, sa *corev1.ServiceAccount, cfg Config) ([]string, e
 
 	if injectProxy {
 		pod.Spec.InitContainers = addProxyInit(pod.Spec.InitContainers, cfg.ProxyInitImage, s.ProxyPort)
-		pod.Spec.InitContainers = addProxySidecar(pod.Spec.InitContainers, cfg.ProxyImage, s.ProxyPort)
+		pod.Spec.InitContainers = addProxySidecar(pod.Spec.InitContainers, cfg.ProxyImage, s.ProxyPort, appContainer(pod))
 	}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
@@ -267,18 +270,69 @@ func addProxyInit(cs []corev1.Container, image string, port int32) []corev1.Cont
 	})
 }
 
+// proxyReachEnv are the variables that decide how a process reaches Entra ID: the authority,
+// an egress proxy, the CAs it trusts.
+var proxyReachEnv = []string{AuthorityHostEnv, "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+// appContainer is the pod's first container, the app the sidecar gets tokens for; nil if none.
+func appContainer(pod *corev1.Pod) *corev1.Container {
+	if len(pod.Spec.Containers) == 0 {
+		return nil
+	}
+	return &pod.Spec.Containers[0]
+}
+
+// reachLikeApp is what the sidecar takes from the app so that it reaches Entra ID as the app
+// would: the app's proxyReachEnv variables, and read-only the app's mounts that hold the files
+// SSL_CERT_FILE and SSL_CERT_DIR name (a CA of an egress proxy or a private cloud). Upstream's
+// sidecar takes none of them, so behind a proxy or with a private CA it cannot get a token.
+func reachLikeApp(app *corev1.Container) ([]corev1.EnvVar, []corev1.VolumeMount) {
+	if app == nil {
+		return nil, nil
+	}
+	var env []corev1.EnvVar
+	var files []string
+	for _, e := range app.Env {
+		if !slices.Contains(proxyReachEnv, e.Name) {
+			continue
+		}
+		env = append(env, *e.DeepCopy())
+		if (e.Name == "SSL_CERT_FILE" || e.Name == "SSL_CERT_DIR") && e.Value != "" {
+			files = append(files, path.Clean(e.Value))
+		}
+	}
+	var mounts []corev1.VolumeMount
+	for _, m := range app.VolumeMounts {
+		dir := path.Clean(m.MountPath)
+		for _, f := range files {
+			if f == dir || strings.HasPrefix(f, strings.TrimSuffix(dir, "/")+"/") {
+				m := *m.DeepCopy()
+				m.ReadOnly = true
+				mounts = append(mounts, m)
+				break
+			}
+		}
+	}
+	return env, mounts
+}
+
 // addProxySidecar adds upstream's proxy as a native sidecar (an init container that keeps
 // running), first among the init containers, as upstream does on Kubernetes 1.32 and later.
-func addProxySidecar(cs []corev1.Container, image string, port int32) []corev1.Container {
+// It reaches Entra ID as app does (reachLikeApp).
+func addProxySidecar(cs []corev1.Container, image string, port int32, app *corev1.Container) []corev1.Container {
 	if hasContainer(cs, ProxySidecarContainerName) {
 		return cs
 	}
+	env, mounts := reachLikeApp(app)
 	portArg := fmt.Sprintf("--proxy-port=%d", port)
 	return append([]corev1.Container{{
 		Name:            ProxySidecarContainerName,
 		Image:           image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Args:            []string{portArg, "--log-level=info"},
+		Env:             env,
+		VolumeMounts:    mounts,
 		Ports:           []corev1.ContainerPort{{ContainerPort: port}},
 		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 			Command: []string{"/proxy", portArg, "--probe", "--log-level=info"},

@@ -255,6 +255,51 @@ func TestMutate(t *testing.T) {
 	}
 }
 
+// The sidecar gets tokens for the app, so it reaches Entra ID as the app does: the app's
+// authority host, proxy and CA variables, and read-only the mounts holding the CA files.
+func TestProxySidecarReachesEntraLikeTheApp(t *testing.T) {
+	withImages := Config{TenantID: defaultTenant, ProxyImage: "proxy:1", ProxyInitImage: "proxy-init:1"}
+	p := pod(map[string]string{InjectProxyAnnotation: "true"}, "app", "other")
+	p.Spec.Containers[0].Env = []corev1.EnvVar{
+		{Name: "HTTPS_PROXY", Value: "http://10.244.0.1:3128"}, {Name: "NO_PROXY", Value: ".svc"},
+		{Name: "SSL_CERT_FILE", Value: "/etc/cloud-ca/ca.crt"}, {Name: AuthorityHostEnv, Value: "https://login.microsoftonline.com/"},
+		{Name: "SSL_CERT_DIR", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "dir"}}},
+		{Name: "APP_SETTING", Value: "x"},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+		{Name: "cloud-ca", MountPath: "/etc/cloud-ca/"}, {Name: "data", MountPath: "/data"}, {Name: "etc", MountPath: "/etc/cloud"},
+	}
+	p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "HTTP_PROXY", Value: "http://elsewhere"}}
+	if _, err := Mutate(p, sa(map[string]string{ClientIDAnnotation: clientID}), withImages); err != nil {
+		t.Fatal(err)
+	}
+	side := p.Spec.InitContainers[0]
+	got := env(side)
+	for k, want := range map[string]string{"HTTPS_PROXY": "http://10.244.0.1:3128", "NO_PROXY": ".svc", "SSL_CERT_FILE": "/etc/cloud-ca/ca.crt",
+		AuthorityHostEnv: "https://login.microsoftonline.com/", ClientIDEnv: clientID, "SSL_CERT_DIR": "", "APP_SETTING": "<unset>", "HTTP_PROXY": "<unset>"} {
+		v, ok := got[k]
+		if !ok {
+			v = "<unset>"
+		}
+		if v != want {
+			t.Errorf("sidecar %s = %q, want %q (env %v)", k, v, want, side.Env)
+		}
+	}
+	var mounts []string
+	for _, m := range side.VolumeMounts {
+		if !m.ReadOnly {
+			t.Errorf("sidecar mount %s is writable", m.Name)
+		}
+		mounts = append(mounts, m.Name)
+	}
+	if want := []string{"cloud-ca", TokenVolume}; !reflect.DeepEqual(mounts, want) {
+		t.Errorf("sidecar mounts %v, want %v", mounts, want)
+	}
+	if p.Spec.Containers[0].VolumeMounts[0].ReadOnly {
+		t.Error("the app's own mount was changed")
+	}
+}
+
 func TestMutateProxySidecar(t *testing.T) {
 	withImages := Config{TenantID: defaultTenant, ProxyImage: "proxy:1", ProxyInitImage: "proxy-init:1"}
 	p := pod(map[string]string{InjectProxyAnnotation: "true", ProxyPortAnnotation: "8100"}, "app")
@@ -278,6 +323,12 @@ func TestMutateProxySidecar(t *testing.T) {
 	again := p.DeepCopy()
 	if _, err := Mutate(again, sa(map[string]string{ClientIDAnnotation: clientID}), withImages); err != nil || !reflect.DeepEqual(again, p) {
 		t.Errorf("second mutation with the proxy: err=%v, changed=%v", err, !reflect.DeepEqual(again, p))
+	}
+
+	// Without settings of the app's own, the sidecar gets the webhook's authority host and
+	// nothing else.
+	if got := env(side); got[AuthorityHostEnv] != DefaultAuthorityHost || got["HTTPS_PROXY"] != "" || len(side.VolumeMounts) != 1 {
+		t.Errorf("sidecar env %v mounts %v", got, side.VolumeMounts)
 	}
 
 	noImages := pod(map[string]string{InjectProxyAnnotation: "true"}, "app")

@@ -18,6 +18,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
+	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/manager"
 )
 
@@ -222,5 +223,38 @@ func TestScopesAreGrantedToNamespaces(t *testing.T) {
 	// The victim's scope is still not granted.
 	if st, _, reason, _ := ready(get(t, c, ns, ra.GetName(), ra)); st != "False" || reason != "NotGranted" {
 		t.Fatalf("role assignment on an ungranted scope: %s %s", st, reason)
+	}
+}
+
+// A tenant cannot delete what its namespace was not granted: a ResourceGroup object named after
+// another team's group, carrying the manager's finalizer and a resource-id written by hand, is
+// refused while it lives and released without a DELETE when deleted. The victim survives.
+func TestUngrantedDeleteSendsNothing(t *testing.T) {
+	c := kube(t)
+	ns := bareNamespace(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	victim := cloudtest.CreateGroup(t, az, cloudtest.OwnerCred(t, az), cloudtest.ARMOptions(az), "westus2", "team-b-"+ns)
+	startManager(t, az, time.Minute, ns)
+	since := az.RequestLog().Last()
+
+	rg := resourceGroup("takeover", map[string]string{armresource.AnnotationResourceID: victim})
+	rg.SetFinalizers([]string{armresource.Finalizer})
+	if err := unstructured.SetNestedField(rg.Object, "team-b-"+ns, "spec", "azureName"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, c, ns, rg)
+	eventually(t, time.Minute, "refused for want of a grant", func() (bool, string) {
+		st, _, reason, msg := ready(get(t, c, ns, rg.GetName(), rg))
+		return st == "False" && reason == "NotGranted", st + " " + reason + ": " + msg
+	})
+	if err := c.Delete(t.Context(), rg); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, rg, time.Minute)
+	if !groupExists(t, az, "team-b-"+ns) {
+		t.Fatal("the other team's group was deleted")
+	}
+	if n := az.RequestLog().Count(reqlog.Filter{Service: "arm", Method: "DELETE", Since: since}); n != 0 {
+		t.Errorf("%d DELETEs reached ARM from an ungranted namespace", n)
 	}
 }

@@ -26,6 +26,8 @@ var probes = []probe{
 		"internal/manager", []string{"TestResumeTokenCannotRedirect"}},
 	{"A resource-id annotation redirects a delete to another resource",
 		"internal/manager", []string{"TestResourceIDAnnotationCannotRedirectDelete"}},
+	{"An object made for another team's resource (finalizer and resource-id by hand) deletes it",
+		"internal/manager", []string{"TestUngrantedDeleteSendsNothing"}},
 	{"A namespace's deletion sticks once its credential Secret is gone",
 		"internal/manager", []string{"TestNamespaceDeletionWithCredentialSecrets"}},
 	{"Deleting the CRDs deletes data in Azure",

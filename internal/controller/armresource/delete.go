@@ -17,6 +17,7 @@ import (
 
 	"github.com/cerulean/cerulean/api/shared"
 	"github.com/cerulean/cerulean/internal/controller/lifecycle"
+	"github.com/cerulean/cerulean/internal/grants"
 )
 
 // delete deletes the Azure resource of a deleted object, when and only when that is asked: a
@@ -63,6 +64,14 @@ func (p *pass) delete(ctx context.Context) (ctrl.Result, error) {
 		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "Detached", "Delete",
 			"The owner is gone and the object has no Azure id: no Azure resource was deleted")
 		return p.release(ctx, "Detached", "The Azure id could not be computed from the spec: nothing was deleted")
+	}
+	// A namespace deletes only inside its grants: an object it made for someone else's resource
+	// (its finalizer and resource-id written by hand) is released, never sent as a DELETE.
+	if err := r.checkGrants(ctx, obj, cred, p.id); errors.Is(err, grants.ErrNotGranted) {
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "Detached", "Delete", "No Azure resource was deleted: %s", err)
+		return p.release(ctx, "Detached", "The namespace is not granted the resource's scope: nothing was deleted")
+	} else if err != nil {
+		return p.deleteFailed(ctx, err)
 	}
 	p.checkResourceID(ctx)
 	reader, err := r.newARM(cred.Cached())

@@ -270,48 +270,6 @@ func (p *Provider) runCreate(ctx context.Context, id armid.ID) error {
 	return err
 }
 
-// WatchEngine is called when the cloud starts Azurite for the accounts it already has: should
-// Azurite fail to start, every served account ends Failed with Azurite's error, as a create
-// does (a PUT of the account retries it). Nothing is recorded when the cloud closes first.
-func (p *Provider) WatchEngine() {
-	if p.data == nil {
-		return
-	}
-	p.svc.Go("Recording the storage accounts' failure", func(ctx context.Context) error {
-		engErr := p.data.WaitEngine(ctx)
-		if engErr == nil || ctx.Err() != nil {
-			return nil
-		}
-		return p.markFailed(ctx, engErr)
-	})
-}
-
-func (p *Provider) markFailed(ctx context.Context, engErr error) error {
-	return p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		all, err := arm.ListTx(tx, armid.Root, AccountType)
-		if err != nil {
-			return err
-		}
-		for _, res := range all {
-			var st stored
-			if err := json.Unmarshal(res.Properties, &st); err != nil {
-				return err
-			}
-			if !st.live() {
-				continue // creating (its operation records the outcome), failed or deleting
-			}
-			st.State, st.Error = stateFailed, clip(engErr.Error(), 1024)
-			if res.Properties, err = json.Marshal(st); err != nil {
-				return err
-			}
-			if err := arm.PutTx(tx, res); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // patch updates tags, sku and kind when given and merges the top-level properties.
 func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, error) {
 	if err := placed(r.ID); err != nil {

@@ -101,11 +101,8 @@ const (
 	defaultPodWait    = 5 * time.Second
 )
 
-// New prepares an agent: it listens on o.Listen and builds its informers; Run starts them.
-func New(o Options) (*Agent, error) {
-	if o.NodeName == "" || o.Config == nil || o.Tokens == nil || o.IMDS == nil {
-		return nil, errors.New("create node agent: node name, kube config, token source and IMDS endpoint are required")
-	}
+// setDefaults fills in what the options leave out.
+func (o *Options) setDefaults() {
 	if o.AssignWait <= 0 {
 		o.AssignWait = defaultAssignWait
 	}
@@ -124,6 +121,14 @@ func New(o Options) (*Agent, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+}
+
+// New prepares an agent: it listens on o.Listen and builds its informers; Run starts them.
+func New(o Options) (*Agent, error) {
+	if o.NodeName == "" || o.Config == nil || o.Tokens == nil || o.IMDS == nil {
+		return nil, errors.New("create node agent: node name, kube config, token source and IMDS endpoint are required")
+	}
+	o.setDefaults()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)

@@ -10,20 +10,24 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/controller/exports"
 )
 
-// Every Azure object of the app sample is of a kind the manager reconciles, at a version it
-// serves, and every owner it names is in the sample.
+// Every Azure object of the app sample is of a kind the manager reconciles, at a version its
+// CRD serves, and every owner it names is in the sample.
 func TestAppSampleKindsAreServed(t *testing.T) {
-	served := map[string]bool{"dbforpostgresql.azure.com/v1/User": true}
+	reconciled := map[string]bool{"dbforpostgresql.azure.com/User": true}
 	for _, k := range armresource.Kinds() {
-		served[k.GVK.GroupVersion().String()+"/"+k.GVK.Kind] = true
+		reconciled[k.GVK.GroupKind().String()] = true
 	}
+	served := servedVersions(t)
 	objs := appSample(t)
 	names := map[string]bool{}
 	for _, u := range objs {
@@ -33,13 +37,41 @@ func TestAppSampleKindsAreServed(t *testing.T) {
 		if !strings.HasSuffix(u.GroupVersionKind().Group, ".azure.com") {
 			continue
 		}
-		if !served[u.GetAPIVersion()+"/"+u.GetKind()] {
+		gvk := u.GroupVersionKind()
+		if !reconciled[gvk.GroupKind().String()] || !served[gvk.String()] {
 			t.Errorf("%s %s: %s is not served", u.GetKind(), u.GetName(), u.GetAPIVersion())
 		}
 		if owner, ok, _ := unstructured.NestedString(u.Object, "spec", "owner", "name"); ok && !names[owner] {
 			t.Errorf("%s %s: owner %s is not in the sample", u.GetKind(), u.GetName(), owner)
 		}
 	}
+}
+
+// servedVersions holds every group, version and kind the generated CRDs serve.
+func servedVersions(t *testing.T) map[string]bool {
+	t.Helper()
+	files, _ := filepath.Glob("crd/bases/*.yaml")
+	served := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(b, &crd); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+				served[gvk.String()] = true
+			}
+		}
+	}
+	if len(served) == 0 {
+		t.Fatal("no CRD under crd/bases")
+	}
+	return served
 }
 
 // appSample is every object of the app sample, in file order.

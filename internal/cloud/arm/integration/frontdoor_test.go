@@ -120,7 +120,7 @@ func TestFrontDoorErrors(t *testing.T) {
 		{"unknown subscription", "GET", "/subscriptions/00000000-0000-0000-0000-000000000001/resourcegroups/rg?api-version=2021-04-01", "", 404, "SubscriptionNotFound"},
 		{"malformed subscription", "GET", "/subscriptions/nope/resourcegroups?api-version=2021-04-01", "", 400, "InvalidSubscriptionId"},
 		{"unparsable id", "GET", sub + "/resourceGroups/rg/things/x?api-version=2021-04-01", "", 400, "InvalidResourceId"},
-		{"providers without type", "GET", sub + "/providers/Microsoft.ManagedIdentity?api-version=2021-04-01", "", 400, "InvalidResourceId"},
+		{"unknown provider namespace", "GET", sub + "/providers/Microsoft.Nope?api-version=2021-04-01", "", 404, "InvalidResourceNamespace"},
 		{"missing group", "GET", sub + "/resourcegroups/none?api-version=2021-04-01", "", 404, "ResourceGroupNotFound"},
 		{"missing identity", "GET", mi + "none?api-version=2023-01-31", "", 404, "ResourceNotFound"},
 		{"unsupported method", "PATCH", sub + "/resourcegroups/rg?api-version=2021-04-01", `{}`, 405, "MethodNotAllowed"},

@@ -349,18 +349,31 @@ func TestCloudFailuresAreCounted(t *testing.T) {
 	namespace(t, kc, ns)
 	gone := strings.TrimSuffix(f.ssIDs[1], "ss-1") + "ss-gone"
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cloudfail-node"}, Spec: corev1.NodeSpec{ProviderID: "azure://" + gone + "/virtualMachines/0"}}
-	for _, o := range []client.Object{
+	objs := []client.Object{
 		node,
 		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentitySpec{ResourceID: *f.ids[0].ID, ClientID: *f.ids[0].Properties.ClientID}},
 		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "mi", Selector: "mi"}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{aadv1.PodLabel: "mi"}},
 			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
-	} {
+	}
+	for _, o := range objs {
 		if err := kc.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { _ = kc.Delete(context.Background(), node) })
+	// Everything goes with the test: a pod left on a scale set that does not exist would make
+	// the next tests' controllers fail every pass.
+	t.Cleanup(func() {
+		for _, o := range objs {
+			_ = kc.Delete(context.Background(), o, client.GracePeriodSeconds(0))
+		}
+		var list aadv1.AzureAssignedIdentityList
+		if kc.List(context.Background(), &list, client.InNamespace(ns)) == nil {
+			for i := range list.Items {
+				_ = kc.Delete(context.Background(), &list.Items[i])
+			}
+		}
+	})
 	metricsURL := podidentitytest.StartControllerWithMetrics(t, devenvtest.ControlPlane(t).RESTConfig, podidentity.Options{Compute: &podidentity.ARMCompute{
 		Credential: f.owner, Options: f.opts, PollFrequency: 20 * time.Millisecond}})
 	const failed = "aadpodidentity_cloud_provider_operations_errors_count"

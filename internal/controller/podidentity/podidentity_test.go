@@ -540,7 +540,9 @@ func TestUngrantedIdentityNeverReachesANode(t *testing.T) {
 		err := kc.List(ctx, &list, client.InNamespace(ns))
 		return err == nil && len(list.Items) == 0, err
 	})
-	if got := f.identitiesOf(t, 1); got[strings.ToLower(*mi.ID)] {
-		t.Fatalf("the identity stayed on the scale set after its grant went: %v", got)
-	}
+	// A pass that began before the withdrawal reached the manager's cache can still hold the
+	// identity on; the next pass takes it off.
+	eventually(t, "the identity off the scale set after its grant went", func(context.Context) (bool, error) {
+		return !f.identitiesOf(t, 1)[strings.ToLower(*mi.ID)], nil
+	})
 }

@@ -339,71 +339,6 @@ func TestBatchedAssignmentAcrossScaleSets(t *testing.T) {
 	}
 }
 
-// A node whose scale set does not exist: the read fails, and the MIC series count the failure
-// under vmss_get; the pod's assignment stays Created.
-func TestCloudFailuresAreCounted(t *testing.T) {
-	kc := kube(t)
-	ctx := t.Context()
-	f := newFleet(t, 1)
-	ns := "cloudfail"
-	namespace(t, kc, ns)
-	gone := strings.TrimSuffix(f.ssIDs[1], "ss-1") + "ss-gone"
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cloudfail-node"}, Spec: corev1.NodeSpec{ProviderID: "azure://" + gone + "/virtualMachines/0"}}
-	objs := []client.Object{
-		node,
-		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentitySpec{ResourceID: *f.ids[0].ID, ClientID: *f.ids[0].Properties.ClientID}},
-		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "mi", Selector: "mi"}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{aadv1.PodLabel: "mi"}},
-			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
-	}
-	for _, o := range objs {
-		if err := kc.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Everything goes with the test: a pod left on a scale set that does not exist would make
-	// the next tests' controllers fail every pass.
-	t.Cleanup(func() {
-		for _, o := range objs {
-			_ = kc.Delete(context.Background(), o, client.GracePeriodSeconds(0))
-		}
-		var list aadv1.AzureAssignedIdentityList
-		if kc.List(context.Background(), &list, client.InNamespace(ns)) == nil {
-			for i := range list.Items {
-				_ = kc.Delete(context.Background(), &list.Items[i])
-			}
-		}
-	})
-	metricsURL := podidentitytest.StartControllerWithMetrics(t, devenvtest.ControlPlane(t).RESTConfig, podidentity.Options{Compute: &podidentity.ARMCompute{
-		Credential: f.owner, Options: f.opts, PollFrequency: 20 * time.Millisecond}})
-	const failed = "aadpodidentity_cloud_provider_operations_errors_count"
-	before := scrape(t, metricsURL)
-	eventually(t, "a failed scale set read counted", func(context.Context) (bool, error) {
-		body, err := metricstest.Scrape(metricsURL)
-		return err == nil && metricstest.Sum(body, failed, `operation_type="vmss_get"`) > metricstest.Sum(before, failed, `operation_type="vmss_get"`), nil
-	})
-	var a aadv1.AzureAssignedIdentity
-	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-" + ns + "-mi"}, &a); err != nil || a.Status.Status != aadv1.AssignedIDCreated {
-		t.Fatalf("the assignment on a missing scale set: %+v %v", a.Status, err)
-	}
-	body := scrape(t, metricsURL)
-	if strings.Contains(body, "ss-gone") || strings.Contains(body, f.c.Settings().SubscriptionID) {
-		t.Error("the metrics name a resource or a subscription")
-	}
-}
-
-// scrape reads the manager's metrics endpoint, waiting for it to serve.
-func scrape(t *testing.T, url string) string {
-	t.Helper()
-	var body string
-	eventually(t, "the metrics endpoint", func(context.Context) (bool, error) {
-		var err error
-		body, err = metricstest.Scrape(url)
-		return err == nil, nil
-	})
-	return body
-}
-
 // In managed mode the identities are already on the nodes: assignments go straight to Assigned
 // and ARM is never called.
 func TestManagedModeWritesNothingToARM(t *testing.T) {
@@ -545,4 +480,71 @@ func TestUngrantedIdentityNeverReachesANode(t *testing.T) {
 	eventually(t, "the identity off the scale set after its grant went", func(context.Context) (bool, error) {
 		return !f.identitiesOf(t, 1)[strings.ToLower(*mi.ID)], nil
 	})
+}
+
+// Last in the file: its node names a scale set that does not exist, and a controller of a later
+// test could meet what it leaves while it is being removed.
+// A node whose scale set does not exist: the read fails, and the MIC series count the failure
+// under vmss_get; the pod's assignment stays Created.
+func TestCloudFailuresAreCounted(t *testing.T) {
+	kc := kube(t)
+	ctx := t.Context()
+	f := newFleet(t, 1)
+	ns := "cloudfail"
+	namespace(t, kc, ns)
+	gone := strings.TrimSuffix(f.ssIDs[1], "ss-1") + "ss-gone"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cloudfail-node"}, Spec: corev1.NodeSpec{ProviderID: "azure://" + gone + "/virtualMachines/0"}}
+	objs := []client.Object{
+		node,
+		&aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentitySpec{ResourceID: *f.ids[0].ID, ClientID: *f.ids[0].Properties.ClientID}},
+		&aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mi"}, Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: "mi", Selector: "mi"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{aadv1.PodLabel: "mi"}},
+			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: "app"}}}},
+	}
+	for _, o := range objs {
+		if err := kc.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Everything goes with the test: a pod left on a scale set that does not exist would make
+	// the next tests' controllers fail every pass.
+	t.Cleanup(func() {
+		for _, o := range objs {
+			_ = kc.Delete(context.Background(), o, client.GracePeriodSeconds(0))
+		}
+		var list aadv1.AzureAssignedIdentityList
+		if kc.List(context.Background(), &list, client.InNamespace(ns)) == nil {
+			for i := range list.Items {
+				_ = kc.Delete(context.Background(), &list.Items[i])
+			}
+		}
+	})
+	metricsURL := podidentitytest.StartControllerWithMetrics(t, devenvtest.ControlPlane(t).RESTConfig, podidentity.Options{Compute: &podidentity.ARMCompute{
+		Credential: f.owner, Options: f.opts, PollFrequency: 20 * time.Millisecond}})
+	const failed = "aadpodidentity_cloud_provider_operations_errors_count"
+	before := scrape(t, metricsURL)
+	eventually(t, "a failed scale set read counted", func(context.Context) (bool, error) {
+		body, err := metricstest.Scrape(metricsURL)
+		return err == nil && metricstest.Sum(body, failed, `operation_type="vmss_get"`) > metricstest.Sum(before, failed, `operation_type="vmss_get"`), nil
+	})
+	var a aadv1.AzureAssignedIdentity
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-" + ns + "-mi"}, &a); err != nil || a.Status.Status != aadv1.AssignedIDCreated {
+		t.Fatalf("the assignment on a missing scale set: %+v %v", a.Status, err)
+	}
+	body := scrape(t, metricsURL)
+	if strings.Contains(body, "ss-gone") || strings.Contains(body, f.c.Settings().SubscriptionID) {
+		t.Error("the metrics name a resource or a subscription")
+	}
+}
+
+// scrape reads the manager's metrics endpoint, waiting for it to serve.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	var body string
+	eventually(t, "the metrics endpoint", func(context.Context) (bool, error) {
+		var err error
+		body, err = metricstest.Scrape(url)
+		return err == nil, nil
+	})
+	return body
 }

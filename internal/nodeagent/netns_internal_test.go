@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -44,14 +45,20 @@ func RunInNetns(name string, fn func()) error {
 	return <-errc
 }
 
+// netnsDirAtStart is whether /run/netns was a mount point before the first test of this binary
+// used it: a test that finds it mounted by an earlier test (whose namespaces were not all gone
+// at its end) still removes it.
+var netnsDirAtStart = sync.OnceValue(func() bool { return netnsDirMounted() })
+
 // LeaveNetnsDirAsFound undoes, when the test ends, the mount of /run/netns onto itself that the
-// first `ip netns add` makes, unless it was there before or a namespace is still in it.
+// first `ip netns add` makes, unless it was there before this binary ran or a namespace is
+// still in it.
 func LeaveNetnsDirAsFound(t testing.TB) {
-	if netnsDirMounted(t) {
+	if netnsDirAtStart() {
 		return
 	}
 	t.Cleanup(func() {
-		if out, _ := exec.Command("ip", "netns", "list").Output(); len(strings.TrimSpace(string(out))) == 0 && netnsDirMounted(t) {
+		if out, _ := exec.Command("ip", "netns", "list").Output(); len(strings.TrimSpace(string(out))) == 0 && netnsDirMounted() {
 			if out, err := exec.Command("umount", "/run/netns").CombinedOutput(); err != nil {
 				t.Errorf("umount /run/netns: %v: %s", err, out)
 			}
@@ -60,10 +67,10 @@ func LeaveNetnsDirAsFound(t testing.TB) {
 }
 
 // netnsDirMounted reports whether /run/netns is a mount point.
-func netnsDirMounted(t testing.TB) bool {
+func netnsDirMounted() bool {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // every Linux has it
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); len(f) > 4 && f[4] == "/run/netns" {

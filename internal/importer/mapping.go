@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 )
@@ -113,7 +114,7 @@ func manifestOf(res *resource, all map[string]*resource, o Options) (Manifest, e
 // a typed kind the inverse of the reconciler's armBody (a flattened kind's properties lifted to
 // the top, keys the kind sends under properties moved back), read-only members dropped.
 func specOf(res *resource) map[string]any {
-	body := normalize(deepCopy(res.body)).(map[string]any)
+	body := normalize(runtime.DeepCopyJSONValue(res.body)).(map[string]any) // ARM's JSON, decoded
 	kindName := ""
 	if res.kind != nil {
 		kindName = res.kind.GVK.Kind
@@ -381,22 +382,4 @@ func setPath(m map[string]any, path []string, v any) {
 		m = next
 	}
 	m[path[len(path)-1]] = v
-}
-
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
 }

@@ -3,7 +3,8 @@
 // patch helper): one merge patch of metadata (labels, annotations, finalizers) and one of
 // status, each sent only when it changed. Merge patches carry no resourceVersion, so a pass
 // never fails on a conflict with a write it did not make; the controller owns the fields it
-// writes (for status, the whole conditions list).
+// writes (for status, the whole conditions list). WithOptimisticLock is for what a pass must not
+// write from a stale read: a field that records what an earlier pass did.
 package patch
 
 import (
@@ -23,6 +24,8 @@ type Helper struct {
 	before map[string]any
 	// inline is set for kinds without a status subresource: status goes with metadata.
 	inline bool
+	// locked patches carry the snapshot's resourceVersion: a newer object is a Conflict.
+	locked bool
 }
 
 // Option configures a Helper.
@@ -31,6 +34,11 @@ type Option func(*Helper)
 // WithoutStatusSubresource is for kinds whose CRD has no status subresource (aad-pod-identity's):
 // metadata and status go in one patch of the object.
 func WithoutStatusSubresource() Option { return func(h *Helper) { h.inline = true } }
+
+// WithOptimisticLock makes Patch fail with a Conflict when the object changed on the server
+// since it was read (apierrors.IsConflict): the pass read a cache that was behind, and the next
+// one, reading the newer object, writes instead.
+func WithOptimisticLock() Option { return func(h *Helper) { h.locked = true } }
 
 // New snapshots obj.
 func New(c client.Client, obj client.Object, opts ...Option) (*Helper, error) {
@@ -73,6 +81,10 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		return fmt.Errorf("patch metadata: %w", err)
 	}
 	if !h.inline {
+		// The status patch follows the metadata one: a locked patch must name its new version.
+		if m, ok := after["metadata"].(map[string]any); ok {
+			m["resourceVersion"] = obj.GetResourceVersion()
+		}
 		from = copyMap(after)
 		setOrDelete(from, "status", h.before)
 		if err := h.send(ctx, obj, from, after, true); err != nil {
@@ -88,7 +100,11 @@ func (h *Helper) send(ctx context.Context, obj client.Object, from, to map[strin
 	if equality.Semantic.DeepEqual(from, to) {
 		return nil
 	}
-	data, err := client.MergeFrom(&unstructured.Unstructured{Object: from}).Data(&unstructured.Unstructured{Object: to})
+	var opts []client.MergeFromOption
+	if h.locked {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	data, err := client.MergeFromWithOptions(&unstructured.Unstructured{Object: from}, opts...).Data(&unstructured.Unstructured{Object: to})
 	if err != nil {
 		return err
 	}

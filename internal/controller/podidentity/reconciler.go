@@ -197,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		start := time.Now()
 		err := r.c.Create(ctx, a)
 		if apierrors.IsAlreadyExists(err) {
-			return nil // created by an earlier pass whose cache was behind: no addition
+			return nil // created by an earlier pass whose cache was behind: record leaves it to the next pass
 		}
 		observeWrite(opAddition, start, err)
 		if err != nil {
@@ -211,11 +211,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.deleteStale(ctx, g.comp, pl.stale, out.removals); err != nil {
+	behind, err := r.deleteStale(ctx, g.comp, pl.stale, out.removals)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	result := ctrl.Result{}
-	if pl.replaced {
+	if pl.replaced || behind {
 		result.RequeueAfter = time.Second
 	}
 	return r.record(ctx, g, pl, out, result)
@@ -392,13 +393,23 @@ func (r *Reconciler) assign(ctx context.Context, comp *podidentity.Compute, pl a
 	return out, nil
 }
 
-// deleteStale deletes stale assignments once their identities are off the resource.
-func (r *Reconciler) deleteStale(ctx context.Context, comp *podidentity.Compute, stale []*aadv1.AzureAssignedIdentity, removals []string) error {
+// deleteStale deletes stale assignments once their identities are off the resource. It deletes
+// only the version the pass read: a newer one (an earlier pass recorded that it added the
+// identity, and this pass's cache had not seen it) stays for the next pass, which takes the
+// identity off first; behind reports that.
+func (r *Reconciler) deleteStale(ctx context.Context, comp *podidentity.Compute, stale []*aadv1.AzureAssignedIdentity, removals []string) (behind bool, err error) {
+	var mu sync.Mutex
 	if err := parallel(ctx, stale, func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
 		start := time.Now()
-		err := r.c.Delete(ctx, a)
-		if apierrors.IsNotFound(err) {
+		err := r.c.Delete(ctx, a, client.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion})
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil // deleted by an earlier pass whose cache was behind: counted then
+		case apierrors.IsConflict(err):
+			mu.Lock()
+			behind = true
+			mu.Unlock()
+			return nil
 		}
 		observeWrite(opDeletion, start, err)
 		if err != nil {
@@ -406,7 +417,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, comp *podidentity.Compute,
 		}
 		return nil
 	}); err != nil {
-		return err
+		return false, err
 	}
 	for _, a := range stale {
 		if slices.ContainsFunc(removals, func(id string) bool { return strings.EqualFold(id, a.Spec.AzureIdentityRef.Spec.ResourceID) }) {
@@ -414,33 +425,43 @@ func (r *Reconciler) deleteStale(ctx context.Context, comp *podidentity.Compute,
 				"Removed identity %s from %s: no pod on it needs it any more", a.Spec.AzureIdentityRef.Spec.ResourceID, comp.ID)
 		}
 	}
-	return nil
+	return behind, nil
 }
 
 // record moves each kept assignment to Assigned, or records why not: one patch of what changed
-// (status and annotations) per assignment, through the shared patch helper.
+// (status and annotations) per assignment, through the shared patch helper. The patch is
+// locked to the version the pass read: from an older one it would overwrite what a later pass
+// recorded (that it added the identity, so it must take it off), and the identity would stay on
+// the node after its last pod; the next pass, reading the newer version, writes instead.
 func (r *Reconciler) record(ctx context.Context, g gathered, pl assignPlan, out assigned, result ctrl.Result) (ctrl.Result, error) {
 	var mu sync.Mutex
+	// comeBackIn keeps the soonest of the passes the assignments ask for.
+	comeBackIn := func(d time.Duration) {
+		mu.Lock()
+		if result.RequeueAfter == 0 || d < result.RequeueAfter {
+			result.RequeueAfter = d
+		}
+		mu.Unlock()
+	}
 	err := parallel(ctx, slices.Collect(maps.Values(pl.keep)), func(ctx context.Context, a *aadv1.AzureAssignedIdentity) error {
+		if a.ResourceVersion == "" { // its create found it there: this pass has not read it
+			comeBackIn(time.Second)
+			return nil
+		}
 		b := a.DeepCopy()
-		ph, err := patch.New(r.c, a, patch.WithoutStatusSubresource())
+		ph, err := patch.New(r.c, a, patch.WithoutStatusSubresource(), patch.WithOptimisticLock())
 		if err != nil {
 			return err
 		}
-		wait := assignmentState(a, g.comp, r.opts.Managed, out)
-		if wait {
-			mu.Lock()
-			result.RequeueAfter = r.opts.RetryAfter
-			mu.Unlock()
+		if wait := assignmentState(a, g.comp, r.opts.Managed, out); wait {
+			comeBackIn(r.opts.RetryAfter)
 		}
 		if !ph.Changed(a) {
 			return nil
 		}
 		if err := ph.Patch(ctx, a); err != nil {
-			if apierrors.IsNotFound(err) {
-				mu.Lock()
-				result.RequeueAfter = time.Second
-				mu.Unlock()
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				comeBackIn(time.Second)
 				return nil
 			}
 			kubeErrors.WithLabelValues(opUpdateStatus).Inc()

@@ -217,15 +217,24 @@ func quoteDSN(v string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
 }
 
-// Admin runs statements as the administrator over the server's private Unix socket.
-func (s *Supervisor) postgresAdmin(ctx context.Context, name, login string, stmts ...string) error {
+// postgresConn connects as the administrator over the server's private Unix socket.
+func (s *Supervisor) postgresConn(ctx context.Context, name, login string) (*pgx.Conn, error) {
 	p, ok := s.get(pgKey(name))
 	if !ok {
-		return fmt.Errorf("PostgreSQL server %s: %w", name, ErrNotRunning)
+		return nil, fmt.Errorf("PostgreSQL server %s: %w", name, ErrNotRunning)
 	}
 	c, err := pgx.Connect(ctx, adminDSN(p.sock, int(p.addr.Port()), login))
 	if err != nil {
-		return fmt.Errorf("connect to %s as administrator: %w", name, err)
+		return nil, fmt.Errorf("connect to %s as administrator: %w", name, err)
+	}
+	return c, nil
+}
+
+// postgresAdmin runs statements as the administrator.
+func (s *Supervisor) postgresAdmin(ctx context.Context, name, login string, stmts ...string) error {
+	c, err := s.postgresConn(ctx, name, login)
+	if err != nil {
+		return err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	for _, q := range stmts {
@@ -283,11 +292,7 @@ type Parameter struct {
 
 // Parameters reads pg_settings (one parameter when name is set).
 func (s *Supervisor) Parameters(ctx context.Context, server, login, name string) ([]Parameter, error) {
-	p, ok := s.get(pgKey(server))
-	if !ok {
-		return nil, fmt.Errorf("PostgreSQL server %s: %w", server, ErrNotRunning)
-	}
-	c, err := pgx.Connect(ctx, adminDSN(p.sock, int(p.addr.Port()), login))
+	c, err := s.postgresConn(ctx, server, login)
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +311,21 @@ func (s *Supervisor) Parameters(ctx context.Context, server, login, name string)
 		out = append(out, x)
 	}
 	return out, rows.Err()
+}
+
+// Databases lists the server's databases as its administrator sees them (templates left out),
+// whoever made them: through ARM or with SQL.
+func (s *Supervisor) Databases(ctx context.Context, server, login string) ([]string, error) {
+	c, err := s.postgresConn(ctx, server, login)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	rows, err := c.Query(ctx, `SELECT datname FROM pg_database WHERE NOT datistemplate ORDER BY datname`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // SetPostgresFirewall rewrites the server's pg_hba.conf for these rules and reloads it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -57,10 +58,11 @@ func (v *View) fail(w http.ResponseWriter, r *http.Request, err error) {
 	http.Error(w, "The page could not be built.", http.StatusInternalServerError)
 }
 
-// Node is one resource of the tree with its children.
+// Node is one resource of the tree with its children and what its data plane holds.
 type Node struct {
 	ID, Name, Type string
 	JSON           string
+	State          []string
 	Children       []*Node
 }
 
@@ -81,7 +83,7 @@ func (v *View) Tree(ctx context.Context) (*Node, error) {
 	byKey := map[string]*Node{strings.ToLower(subID): root}
 	slices.SortFunc(all, func(a, b arm.Resource) int { return len(a.ID) - len(b.ID) }) // parents first
 	for _, res := range all {
-		n := &Node{ID: res.ID, Name: res.Name, Type: res.Type, JSON: v.json(ctx, res.ID)}
+		n := &Node{ID: res.ID, Name: res.Name, Type: res.Type, JSON: v.json(ctx, res.ID), State: v.state(ctx, res)}
 		byKey[strings.ToLower(res.ID)] = n
 		parent := root
 		if id, err := armid.Parse(res.ID); err == nil {
@@ -120,6 +122,18 @@ func (v *View) Tree(ctx context.Context) (*Node, error) {
 	return root, nil
 }
 
+// state is what the resource's data plane holds, or a line saying why it cannot be read.
+func (v *View) state(ctx context.Context, res arm.Resource) []string {
+	if v.o.DataPlanes == nil {
+		return nil
+	}
+	lines, err := v.o.DataPlanes.State(ctx, res)
+	if err != nil {
+		return []string{"(its data plane does not answer: " + err.Error() + ")"}
+	}
+	return lines
+}
+
 // json is ARM's answer to a GET of id, or a note saying why there is none.
 func (v *View) json(ctx context.Context, id string) string {
 	b, err := v.o.ARM.Read(ctx, id, v.caller())
@@ -138,16 +152,22 @@ func (v *View) resources(w http.ResponseWriter, r *http.Request) {
 	v.render(w, r, "resources.html", map[string]any{"Title": "Resources", "Root": root})
 }
 
-// Identity is a principal with every role assignment that names it.
+// Identity is a principal with every role assignment that names it and, for a managed
+// identity, the VMs and scale sets that carry it.
 type Identity struct {
 	entra.Principal
 	Assignments []authz.Assignment
+	AssignedTo  []string
 }
 
 // Identities are the directory's managed identities and app registrations, with their
 // assignments; secret hashes and certificates stay out.
 func (v *View) Identities(ctx context.Context) ([]Identity, error) {
 	ps, err := v.o.Directory.Principals(ctx, v.o.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	carriers, err := v.carriers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,12 +179,50 @@ func (v *View) Identities(ctx context.Context) ([]Identity, error) {
 				return err
 			}
 			p.Secrets, p.Certificates = nil, nil
-			out = append(out, Identity{Principal: p, Assignments: as})
+			out = append(out, Identity{Principal: p, Assignments: as, AssignedTo: carriers[strings.ToLower(p.ResourceID)]})
 		}
 		return nil
 	})
 	slices.SortFunc(out, func(a, b Identity) int { return strings.Compare(a.DisplayName, b.DisplayName) })
 	return out, err
+}
+
+// computeTypes are the resources that carry user-assigned identities.
+var computeTypes = []string{"Microsoft.Compute/virtualMachines", "Microsoft.Compute/virtualMachineScaleSets"}
+
+// carriers maps each user-assigned identity (lower-case id) to the VMs and scale sets whose
+// identity block names it, as ARM's GET shows them.
+func (v *View) carriers(ctx context.Context) (map[string][]string, error) {
+	var all []arm.Resource
+	err := v.o.ARM.Store().View(ctx, func(tx *store.Tx) error {
+		var err error
+		all, err = arm.ListTx(tx, armid.Root, "")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, res := range all {
+		if !slices.ContainsFunc(computeTypes, func(t string) bool { return strings.EqualFold(t, res.Type) }) {
+			continue
+		}
+		var body struct {
+			Identity struct {
+				UserAssignedIdentities map[string]json.RawMessage `json:"userAssignedIdentities"`
+			} `json:"identity"`
+		}
+		if json.Unmarshal([]byte(v.json(ctx, res.ID)), &body) != nil {
+			continue
+		}
+		for id := range body.Identity.UserAssignedIdentities {
+			out[strings.ToLower(id)] = append(out[strings.ToLower(id)], res.ID)
+		}
+	}
+	for _, ids := range out {
+		slices.Sort(ids)
+	}
+	return out, nil
 }
 
 func (v *View) identities(w http.ResponseWriter, r *http.Request) {

@@ -43,7 +43,15 @@ type Options struct {
 	TenantID       string
 	SubscriptionID string
 	OwnerObjectID  string       // whose view of ARM's JSON the tree shows (the bootstrap principal)
+	DataPlanes     DataPlanes   // what the data planes hold; nil = the tree shows ARM only
 	Logger         *slog.Logger // nil = discard
+}
+
+// DataPlanes reads what a resource's data plane holds, for the tree: names, never values.
+type DataPlanes interface {
+	// State is one line per item (a database, a secret and its versions), nil for a resource
+	// without a data plane the cloud runs.
+	State(ctx context.Context, res arm.Resource) ([]string, error)
 }
 
 // View serves the pages.

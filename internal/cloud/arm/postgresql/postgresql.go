@@ -8,6 +8,7 @@ package postgresql
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -455,4 +456,14 @@ func clip(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// Databases lists a server's databases, whoever made them (through ARM or with SQL): the web
+// view's state of a server. The engines' ErrNotRunning when it is stopped.
+func (p *Provider) Databases(ctx context.Context, res arm.Resource) ([]string, error) {
+	var st stored
+	if err := json.Unmarshal(res.Properties, &st); err != nil {
+		return nil, fmt.Errorf("decode server %s: %w", res.Name, err)
+	}
+	return p.eng.Databases(ctx, res.Name, st.Login)
 }

@@ -6,6 +6,7 @@ package reqlog
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -84,14 +85,30 @@ func (l *Log) Add(e Entry) {
 func (l *Log) Entries(f Filter) []Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.entriesLocked(f)
+}
+
+func (l *Log) entriesLocked(f Filter) []Entry {
 	out := []Entry{}
-	for i := range l.entries {
-		e := l.entries[(l.next+i)%len(l.entries)]
+	n := len(l.entries)
+	// Oldest first from l.next: a follower's Since skips to its first new entry, so the live
+	// log's polls cost what they return, not the log's size (the lock is the request path's).
+	start := sort.Search(n, func(i int) bool { return l.entries[(l.next+i)%n].Seq > f.Since })
+	for i := start; i < n; i++ {
+		e := l.entries[(l.next+i)%n]
 		if f.match(e) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// Read is Entries(f) with the newest sequence number at that instant, taken together: a
+// follower that asks next with Since: last misses no entry added in between.
+func (l *Log) Read(f Filter) (entries []Entry, last uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.entriesLocked(f), l.seq
 }
 
 // Count is len(Entries(f)).

@@ -1,16 +1,20 @@
 package webview_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
@@ -61,6 +65,76 @@ func benchPage(b *testing.B, path string) {
 		c.WebView().ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "bench-9") {
 			b.Fatalf("GET %s = %d", path, rec.Code)
+		}
+	}
+}
+
+// BenchmarkLiveLog is the cloud's own request path (an ARM read through the Azure SDK, over
+// 1,000 a second here) with the request log's page closed, then open: a page that polls for new
+// rows every second, as log.js does. The open page must see every request the benchmark made:
+// the live log keeps up.
+func BenchmarkLiveLog(b *testing.B) {
+	c := cloudtest.Start(b, cloud.Options{ARM: cloudtest.FastARM(), RequestLogSize: 100000})
+	s := c.Settings()
+	owner, opts := cloudtest.OwnerCred(b, c), cloudtest.ARMOptions(c)
+	cloudtest.CreateGroup(b, c, owner, opts, "local", "live-rg")
+	groups, err := armresources.NewResourceGroupsClient(s.SubscriptionID, owner, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	read := func(b *testing.B) {
+		for b.Loop() {
+			if _, err := groups.Get(b.Context(), "live-rg", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("page-closed", read)
+	b.Run("page-open", func(b *testing.B) {
+		first := c.RequestLog().Last()
+		ctx, stop := context.WithCancel(b.Context())
+		seen := make(chan int)
+		go func() { seen <- followLog(ctx, b, c, first) }()
+		read(b)
+		want := int(c.RequestLog().Last() - first)
+		stop()
+		if n := <-seen; n < want {
+			b.Fatalf("the open page saw %d of the %d requests made", n, want)
+		}
+	})
+}
+
+// followLog polls the live log's rows every second as log.js does, once more when ctx ends,
+// and counts them.
+func followLog(ctx context.Context, b *testing.B, c *cloud.Cloud, since uint64) int {
+	s := c.Settings()
+	tok, err := os.ReadFile(s.WebViewTokenFile)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	hc := &http.Client{Transport: c.Transport()}
+	n := 0
+	for {
+		req, _ := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, fmt.Sprintf("%s%s/log/rows?since=%d", s.URL, webview.Prefix, since), nil)
+		req.AddCookie(&http.Cookie{Name: "cerulean_view", Value: strings.TrimSpace(string(tok))})
+		res, err := hc.Do(req)
+		if err != nil {
+			b.Error(err)
+			return n
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		n += strings.Count(string(body), "<tr ")
+		if last, err := strconv.ParseUint(res.Header.Get("X-Last-Seq"), 10, 64); err == nil {
+			since = last
+		}
+		if ctx.Err() != nil {
+			return n
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
 		}
 	}
 }

@@ -364,16 +364,20 @@ type Row struct {
 	Refused bool
 }
 
-func (v *View) rows(r *http.Request) ([]Row, map[string]string, error) {
+// rows reads the entries the request's filters select; a page shows the newest pageRows of
+// them (unless ?limit=all), a live poll all.
+func (v *View) rows(r *http.Request, live bool) ([]Row, map[string]string, error) {
 	names, err := v.principalNames(r.Context())
 	if err != nil {
 		return nil, nil, err
 	}
 	f, form := v.logFilter(r, names)
-	es := v.o.Requests.Entries(f)
+	es, last := v.o.Requests.Read(f)
+	form["last"] = strconv.FormatUint(last, 10)
 	form["total"] = strconv.Itoa(len(es))
-	// The newest pageRows unless ?limit=all: a table of 10,000 rows helps nobody.
-	if r.URL.Query().Get("limit") != "all" && len(es) > pageRows {
+	// A table of 10,000 rows helps nobody. A live poll gets every new row, so an open page
+	// keeps up whatever the rate; log.js keeps its table at pageRows.
+	if !live && r.URL.Query().Get("limit") != "all" && len(es) > pageRows {
 		es = es[len(es)-pageRows:]
 	}
 	form["shown"] = strconv.Itoa(len(es))
@@ -385,24 +389,28 @@ func (v *View) rows(r *http.Request) ([]Row, map[string]string, error) {
 }
 
 func (v *View) log(w http.ResponseWriter, r *http.Request) {
-	rows, form, err := v.rows(r)
+	rows, form, err := v.rows(r, false)
 	if err != nil {
 		v.fail(w, r, err)
 		return
 	}
 	slices.Reverse(rows) // newest first
-	v.render(w, r, "log.html", map[string]any{"Title": "Request log", "Rows": rows, "Form": form, "Last": v.o.Requests.Last()})
+	maxRows := pageRows  // the live part keeps the table at this size
+	if r.URL.Query().Get("limit") == "all" {
+		maxRows = 0
+	}
+	v.render(w, r, "log.html", map[string]any{"Title": "Request log", "Rows": rows, "Form": form, "Last": form["last"], "Max": maxRows})
 }
 
 // logRows is the live log's poll: the rows after ?since=, newest first, as table rows.
 func (v *View) logRows(w http.ResponseWriter, r *http.Request) {
-	rows, _, err := v.rows(r)
+	rows, form, err := v.rows(r, true)
 	if err != nil {
 		v.fail(w, r, err)
 		return
 	}
 	slices.Reverse(rows)
-	w.Header().Set("X-Last-Seq", strconv.FormatUint(v.o.Requests.Last(), 10))
+	w.Header().Set("X-Last-Seq", form["last"])
 	v.render(w, r, "rows", rows)
 }
 

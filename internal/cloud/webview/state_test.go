@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
@@ -22,6 +24,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/authz"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
+	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/cloud/webview"
 )
 
@@ -109,7 +112,7 @@ func TestTreeShowsDataPlaneStateNeverValues(t *testing.T) {
 	}
 
 	get := login(t, c)
-	tree := get("/")
+	tree, _ := get("/")
 	for _, want := range []string{
 		"secret db-password, versions: ", versions[0], versions[1],
 		"secret old-token, versions: ", "(deleted, recoverable)",
@@ -119,7 +122,7 @@ func TestTreeShowsDataPlaneStateNeverValues(t *testing.T) {
 			t.Errorf("the tree lacks %q", want)
 		}
 	}
-	idPage := get("/identity?clientId=" + *mi.Properties.ClientID)
+	idPage, _ := get("/identity?clientId=" + *mi.Properties.ClientID)
 	if !strings.Contains(idPage, `id="assigned-to"`) || !strings.Contains(idPage, *ss.ID) {
 		t.Errorf("the identity's page does not name the scale set %s", *ss.ID)
 	}
@@ -132,8 +135,9 @@ func TestTreeShowsDataPlaneStateNeverValues(t *testing.T) {
 	}
 }
 
-// login logs in with the token file, as the login URL does, and returns a page getter.
-func login(t *testing.T, c *cloud.Cloud) func(path string) string {
+// login logs in with the token file, as the login URL does, and returns a page getter (with
+// the live log's X-Last-Seq, when the page has one).
+func login(t *testing.T, c *cloud.Cloud) func(path string) (page string, lastSeq uint64) {
 	t.Helper()
 	s := c.Settings()
 	tok, err := os.ReadFile(s.WebViewTokenFile)
@@ -142,7 +146,7 @@ func login(t *testing.T, c *cloud.Cloud) func(path string) string {
 	}
 	session := &http.Cookie{Name: "cerulean_view", Value: strings.TrimSpace(string(tok))}
 	hc := &http.Client{Transport: c.Transport()}
-	return func(path string) string {
+	return func(path string) (string, uint64) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+webview.Prefix+path, nil)
 		if err != nil {
@@ -158,7 +162,8 @@ func login(t *testing.T, c *cloud.Cloud) func(path string) string {
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
 		}
-		return string(b)
+		last, _ := strconv.ParseUint(res.Header.Get("X-Last-Seq"), 10, 64)
+		return string(b), last
 	}
 }
 
@@ -203,5 +208,38 @@ func assignRole(t *testing.T, c *cloud.Cloud, scope, role, principal string) {
 		PrincipalID:      to.Ptr(principal), PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
 	}}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The live log's polls miss no request, however fast they arrive: each poll's rows and the
+// sequence number the next poll starts from are read together.
+func TestLiveLogMissesNothing(t *testing.T) {
+	c := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM(), RequestLogSize: 100000})
+	get := login(t, c)
+	const total = 20000
+	since := c.RequestLog().Last()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range total {
+			c.RequestLog().Add(reqlog.Entry{Time: time.Now(), Service: "live", Method: http.MethodGet, Path: fmt.Sprintf("/r/%d", i), Status: 200})
+		}
+	}()
+	seen := 0
+	poll := func() {
+		page, last := get(fmt.Sprintf("/log/rows?service=live&since=%d", since))
+		seen += strings.Count(page, "<tr ")
+		since = last
+	}
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		poll()
+	}
+	if seen != total {
+		t.Fatalf("the live log showed %d of %d requests", seen, total)
 	}
 }

@@ -14,6 +14,11 @@
         const html = await res.text();
         if (html.trim() !== "") {
           body.insertAdjacentHTML("afterbegin", html);
+          // As many rows as the page shows: an open page stays fast however long it runs.
+          const max = parseInt(table.dataset.max || "0", 10);
+          while (max > 0 && body.rows.length > max) {
+            body.deleteRow(-1);
+          }
         }
       }
     } catch (e) {

@@ -53,6 +53,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require k8s.io/kms v0.36.3 // indirect
+
 require (
 	cel.dev/expr v0.25.3 // indirect
 	dario.cat/mergo v1.0.1 // indirect

@@ -21,6 +21,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(cli.NewVersionCommand("cerulean"), newManagerCommand(), newCSIProviderCommand(), newNodeAgentCommand(), newDoctorCommand(), newRolloutCommand(), newImportCommand())
+	root.AddCommand(cli.NewVersionCommand("cerulean"), newManagerCommand(), newCSIProviderCommand(), newNodeAgentCommand(), newDoctorCommand(), newRolloutCommand(), newImportCommand(), newKMSPluginCommand())
 	return root
 }

@@ -162,7 +162,20 @@ func etcdHealthy(port int) func(context.Context) error {
 
 func apiServerReady(cs kubernetes.Interface) func(context.Context) error {
 	return func(ctx context.Context) error {
-		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "").DoRaw(ctx)
+		if err == nil {
+			return nil
+		}
+		// Name the failing checks (e.g. a KMS plugin that cannot wrap): "[-]NAME failed: …".
+		var failing []string
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "[-]") {
+				failing = append(failing, strings.TrimPrefix(l, "[-]"))
+			}
+		}
+		if len(failing) > 0 {
+			return fmt.Errorf("%w: %s", err, strings.Join(failing, "; "))
+		}
 		return err
 	}
 }

@@ -31,6 +31,9 @@ type Options struct {
 	Progress io.Writer
 	// ReadyTimeout bounds the wait for each component; 0 means two minutes.
 	ReadyTimeout time.Duration
+	// EncryptionConfig is kube-apiserver's EncryptionConfiguration file
+	// (--encryption-provider-config), e.g. a KMS plugin for Secrets; empty: none.
+	EncryptionConfig string
 }
 
 // ControlPlane is a running local control plane.
@@ -47,6 +50,8 @@ type ControlPlane struct {
 	CACertPEM []byte
 	// RESTConfig authenticates as the admin.
 	RESTConfig *rest.Config
+	// EtcdURL is etcd's client address (plain HTTP on loopback), for reading storage directly.
+	EtcdURL string
 
 	children []*child // in start order
 	lock     *os.File
@@ -115,6 +120,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	cp.ports, cp.pki = p, pki
 	cp.APIServerURL = "https://127.0.0.1:" + strconv.Itoa(p.APIServer)
 	cp.IssuerURL = cp.APIServerURL
+	cp.EtcdURL = "http://127.0.0.1:" + strconv.Itoa(p.EtcdClient)
 	if cp.RESTConfig, err = writeKubeconfigs(dataDir, cp.APIServerURL, pki); err != nil {
 		return nil, err
 	}
@@ -131,7 +137,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "starting kube-apiserver on %s…\n", cp.APIServerURL)
-	if err := cp.start(ctx, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), apiServerArgs(cp, p, pki)); err != nil {
+	args := apiServerArgs(cp, p, pki)
+	if opts.EncryptionConfig != "" {
+		args = append(args, "--encryption-provider-config="+opts.EncryptionConfig)
+	}
+	if err := cp.start(ctx, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), args); err != nil {
 		return nil, err
 	}
 	if err := cp.waitReady(ctx, timeout, "kube-apiserver", apiServerReady(cs)); err != nil {
@@ -211,6 +221,7 @@ func waitFor(ctx context.Context, timeout time.Duration, name, logs string, chil
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	var last error
 	for {
 		for _, c := range children {
 			if err := c.exited(); err != nil {
@@ -221,9 +232,12 @@ func waitFor(ctx context.Context, timeout time.Duration, name, logs string, chil
 		if err == nil {
 			return nil
 		}
+		if ctx.Err() == nil || last == nil { // a check the deadline cut short says nothing new
+			last = err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last check: %w; logs in %s)", name, ctx.Err(), err, logs)
+			return fmt.Errorf("wait for %s: %w (last check: %w; logs in %s)", name, ctx.Err(), last, logs)
 		case <-tick.C:
 		}
 	}

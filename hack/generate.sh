@@ -80,8 +80,6 @@ copy_version storage v20250601 v1api20210401 StorageAccount StorageAccountsBlobS
 	StorageAccountsBlobServicesContainer StorageAccountsQueueService StorageAccountsQueueServicesQueue
 for v in v1api20230101 v1api20220901 v1api20210401; do alias_version storage $v; done
 alias_version containerservice v1api20240901
-# ASO's older ManagedCluster versions; it gave none of them a v… name.
-for v in v1api20240402preview v1api20231001 v1api20230201; do copy_version containerservice v1api20240901 $v; done
 for v in v1api20230801 v1api20230401 v1api20201201; do copy_version cache v1api20241101 $v; done
 for v in v1api20241101 v1api20230801 v1api20230401 v1api20201201; do alias_version cache $v; done
 for v in v1api20240801 v1api20230601preview v1api20221201 v1api20220120preview v1api20210601; do

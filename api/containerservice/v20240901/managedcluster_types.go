@@ -8,10 +8,9 @@ import (
 	"github.com/cerulean/cerulean/api/shared"
 )
 
-// ManagedCluster is an AKS cluster
-// (Microsoft.ContainerService/managedClusters, API 2024-09-01). Cerulean acts on the OIDC
-// issuer and workload identity settings; every other field of Azure Service Operator's schema
-// is kept and passed to ARM.
+// ManagedCluster is an AKS cluster (Microsoft.ContainerService/managedClusters, API
+// 2024-09-01). Cerulean acts on the OIDC issuer and workload identity settings; every other
+// field of Azure Service Operator's schema is kept and passed to ARM.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.azureName)) || self.metadata.name.matches('^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$')",message="metadata.name is the Azure name when spec.azureName is empty: names are 1 to 63 letters, digits, hyphens and underscores, starting and ending with a letter or digit"

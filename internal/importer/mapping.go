@@ -79,10 +79,17 @@ func manifestOf(res *resource, all map[string]*resource, o Options) (Manifest, e
 	if res.kind == nil {
 		m.Object = map[string]any{"apiVersion": genericAPIVersion, "kind": genericKind, "metadata": meta, "spec": spec}
 		spec["type"], spec["apiVersion"], spec["azureName"] = res.armType, res.apiVersion, res.id.Name
+		m.Comments = append(m.Comments, fmt.Sprintf("%s %s: Cerulean has no typed kind for %s; the generic kind adopts it.", res.armType, res.id.Name, res.armType))
+		// As for the typed kinds below: adopted with a read, not a PUT.
+		if hash, ok := genericHash(spec); ok {
+			ann[armresource.AnnotationAppliedHash] = hash
+			if o.ReconcilePolicy != armresource.PolicySkip {
+				meta["finalizers"] = []any{armresource.Finalizer}
+			}
+		}
 		if len(ann) > 0 {
 			meta["annotations"] = ann
 		}
-		m.Comments = append(m.Comments, fmt.Sprintf("%s %s: Cerulean has no typed kind for %s; the generic kind adopts it.", res.armType, res.id.Name, res.armType))
 		return m, nil
 	}
 	k := res.kind
@@ -108,6 +115,26 @@ func manifestOf(res *resource, all map[string]*resource, o Options) (Manifest, e
 	}
 	m.Object = map[string]any{"apiVersion": k.GVK.GroupVersion().String(), "kind": k.GVK.Kind, "metadata": meta, "spec": spec}
 	return m, nil
+}
+
+// genericHash is the applied hash the manager computes for a generic spec: the generic kind's
+// body is the spec's ARM members as they are, less type and apiVersion (which its Prepare
+// drops; BodyHash runs no Prepare that needs the API server, so that step is done here).
+func genericHash(spec map[string]any) (string, bool) {
+	for _, k := range armresource.Kinds() {
+		if k.GVK.Group != genericGroup || k.GVK.Kind != genericKind {
+			continue
+		}
+		body := make(map[string]any, len(spec))
+		for key, v := range spec {
+			if key != "type" && key != "apiVersion" {
+				body[key] = v
+			}
+		}
+		k.Prepare = nil
+		return k.BodyHash(body)
+	}
+	return "", false
 }
 
 // specOf is the spec that makes ARM's body: for the generic kind ARM's members as they are; for

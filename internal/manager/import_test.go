@@ -2,8 +2,11 @@ package manager_test
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/reqlog"
 	"github.com/cerulean/cerulean/internal/controller/armresource"
 	"github.com/cerulean/cerulean/internal/importer"
+	"github.com/cerulean/cerulean/internal/manager"
 )
 
 // Import round trip: the samples (config/samples and the app's Azure services) go Ready through
@@ -202,4 +206,89 @@ func importSecrets(t *testing.T, az *cloud.Cloud) map[string]string {
 	}
 	out["Redis primary key"], out["Redis secondary key"] = *keys.PrimaryKey, *keys.SecondaryKey
 	return out
+}
+
+// Import of resources Cerulean has no typed kind for: a Service Bus namespace and its queue
+// become generic AzureResources that carry the applied hash and the finalizer as the typed
+// kinds do, so that applying them adopts each with reads only, over two sync periods too.
+// The queue is named as an argument: ARM's group listing holds only top-level resources.
+func TestImportGenericRoundTrip(t *testing.T) {
+	c := kube(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	ns := namespace(t, c)
+	const syncPeriod = 2 * time.Second
+	startManagerOpts(t, manager.Options{Azure: azureConfig(az), SyncPeriod: syncPeriod, PollInterval: 100 * time.Millisecond,
+		TargetNamespaces: []string{ns}, GenericResourceTypes: []string{"Microsoft.ServiceBus/*"}})
+	s := az.Settings()
+	group := cloudtest.CreateGroup(t, az, cloudtest.OwnerCred(t, az), cloudtest.ARMOptions(az), "westus2", "imgen-rg")
+	bus := group + "/providers/Microsoft.ServiceBus/namespaces/imgen" + strings.ReplaceAll(ns[len(ns)-5:], "-", "")
+	queue := bus + "/queues/jobs"
+	if code, res := armCall(t, az, http.MethodPut, bus, "2021-11-01", map[string]any{
+		"location": "westus2", "sku": map[string]any{"name": "Standard"}, "tags": map[string]any{"team": "a"}}); code >= 300 {
+		t.Fatalf("create the namespace: %d %v", code, res)
+	}
+	eventually(t, time.Minute, "the namespace created", func() (bool, string) {
+		_, res := armCall(t, az, http.MethodGet, bus, "2021-11-01")
+		props, _ := res["properties"].(map[string]any)
+		return props["provisioningState"] == "Succeeded", fmt.Sprint(props["provisioningState"])
+	})
+	if code, res := armCall(t, az, http.MethodPut, queue, "2021-11-01", map[string]any{
+		"properties": map[string]any{"maxDeliveryCount": 5}}); code >= 300 {
+		t.Fatalf("create the queue: %d %v", code, res)
+	}
+
+	env := map[string]string{
+		"AZURE_TENANT_ID": s.TenantID, "AZURE_SUBSCRIPTION_ID": s.SubscriptionID, "AZURE_CLIENT_ID": s.ClientID,
+		"AZURE_CLIENT_SECRET": s.ClientSecret, "AZURE_AUTHORITY_HOST": s.AuthorityHost,
+		"AZURE_RESOURCE_MANAGER_ENDPOINT": s.ResourceManagerEndpoint, "AZURE_RESOURCE_MANAGER_AUDIENCE": s.ResourceManagerAudience,
+		"SSL_CERT_FILE": s.CAFile,
+	}
+	dir := filepath.Join(t.TempDir(), "imported")
+	if err := importer.RunCLI(t.Context(), importer.CLIOptions{IDs: []string{group, queue}, Namespace: ns, Output: dir,
+		Getenv: func(k string) string { return env[k] }}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imported []*unstructured.Unstructured
+	for _, f := range files {
+		imported = append(imported, readObjects(t, f)...)
+	}
+	generics := 0
+	for _, u := range imported {
+		if u.GetAPIVersion() != genericAPI {
+			continue
+		}
+		generics++
+		if u.GetAnnotations()[armresource.AnnotationAppliedHash] == "" || !slices.Contains(u.GetFinalizers(), armresource.Finalizer) {
+			t.Errorf("generic %s: annotations %v, finalizers %v; want the applied hash and the finalizer", u.GetName(), u.GetAnnotations(), u.GetFinalizers())
+		}
+	}
+	if generics != 2 || len(imported) != 3 {
+		t.Fatalf("imported %d objects, %d of the generic kind; want the group, the namespace and the queue", len(imported), generics)
+	}
+
+	log := az.RequestLog()
+	since := log.Last()
+	create(t, c, ns, imported...)
+	want := map[string]bool{strings.ToLower(group): true, strings.ToLower(bus): true, strings.ToLower(queue): true}
+	for _, u := range imported {
+		got := waitReady(t, c, u, 2*time.Minute)
+		id, _, _ := unstructured.NestedString(got.Object, "status", "id")
+		if !want[strings.ToLower(id)] {
+			t.Errorf("%s adopted %q, not one of the imported resources", u.GetName(), id)
+		}
+		delete(want, strings.ToLower(id))
+	}
+	time.Sleep(2 * syncPeriod) // steady state: reads only
+	if n := armWrites(log, since); n != 0 {
+		for _, e := range log.Entries(reqlog.Filter{Service: "arm", Since: since}) {
+			if e.Method != "GET" {
+				t.Logf("%s %s", e.Method, e.Path)
+			}
+		}
+		t.Errorf("adopting the imported generic resources sent %d ARM writes over two sync periods, want 0", n)
+	}
 }

@@ -60,6 +60,11 @@ image: ## Build the product image to publish (bin/cerulean alone, static, reprod
 image-push: image ## Push the product image to REGISTRY=host[:port]/path as REGISTRY/cerulean:IMAGE_VERSION (Docker's credentials; plain HTTP only to loopback or with INSECURE=1)
 	@go run ./hack/images -push '$(REGISTRY)' -archive $(IMAGE_ARCHIVE) $(if $(INSECURE),-insecure)
 
+.PHONY: chart
+chart: ## Package charts/cerulean with version and appVersion IMAGE_VERSION into bin/cerulean-IMAGE_VERSION.tgz
+	@hack/tools/build.sh helm
+	@$(BIN)/helm package charts/cerulean --version $(IMAGE_VERSION) --app-version $(IMAGE_VERSION) --destination $(BIN)
+
 .PHONY: engines
 engines: ## Install the cloud's data-plane engines (PostgreSQL 15, Redis 7) from Debian (first run only)
 	@hack/install-engines.sh

@@ -10,6 +10,11 @@ COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS    := -X github.com/cerulean/cerulean/internal/version.Version=$(VERSION) \
               -X github.com/cerulean/cerulean/internal/version.Commit=$(COMMIT)
 TEST_TIMEOUT ?= 45m
+# The published image's and chart's version, semver as Helm needs it: a tag vX.Y.Z gives X.Y.Z
+# (X.Y.Z-N-gHASH past it), no tag 0.0.0-gHASH; -dirty for a changed tree.
+IMAGE_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$${v\#v}" || echo "0.0.0-g$$(git describe --always --dirty 2>/dev/null || echo dev)")
+IMAGE_SOURCE ?= https://github.com/cerulean/cerulean
+IMAGE_ARCHIVE := $(BIN)/cerulean-image.tar
 CONTROL_PLANE_TOOLS := kubernetes etcd
 NODE_TOOLS := containerd secrets-store-csi-driver coredns
 TOOL_GROUPS := $(CONTROL_PLANE_TOOLS) $(NODE_TOOLS) controller-gen helm golangci-lint
@@ -46,6 +51,19 @@ node: control-plane ## Build and install the local node: kubelet, kube-scheduler
 .PHONY: images
 images: ## Build the local node's images (cerulean: the product binary only, pause, test-app, upstream's workload identity proxy and proxy-init) into bin/images
 	@go run ./hack/images -out $(BIN)/images -ldflags '$(LDFLAGS)'
+
+.PHONY: image
+image: ## Build the product image to publish (bin/cerulean alone, static, reproducible; IMAGE_VERSION in its OCI labels) into bin/cerulean-image.tar
+	@go run ./hack/images -product $(IMAGE_ARCHIVE) -version $(IMAGE_VERSION) -revision $(COMMIT) -source $(IMAGE_SOURCE)
+
+.PHONY: image-push
+image-push: image ## Push the product image to REGISTRY=host[:port]/path as REGISTRY/cerulean:IMAGE_VERSION (Docker's credentials; plain HTTP only to loopback or with INSECURE=1)
+	@go run ./hack/images -push '$(REGISTRY)' -archive $(IMAGE_ARCHIVE) $(if $(INSECURE),-insecure)
+
+.PHONY: chart
+chart: ## Package charts/cerulean with version and appVersion IMAGE_VERSION into bin/cerulean-IMAGE_VERSION.tgz
+	@hack/tools/build.sh helm
+	@$(BIN)/helm package charts/cerulean --version $(IMAGE_VERSION) --app-version $(IMAGE_VERSION) --destination $(BIN)
 
 .PHONY: engines
 engines: ## Install the cloud's data-plane engines (PostgreSQL 15, Redis 7) from Debian (first run only)

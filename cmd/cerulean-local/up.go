@@ -26,7 +26,11 @@ With --clusters N, clusters 2..N are more control planes without a node (etcd,
 kube-apiserver, kube-controller-manager in DIR/clusters/NAME, kubeconfig there), each
 registered in the local cloud as a managed cluster bound to its own issuer; up then also
 creates a shared Key Vault with a secret and writes DIR/rollout.yaml, a rollout of an
-example chart to every cluster: source DIR/env, then cerulean rollout -f DIR/rollout.yaml.`,
+example chart to every cluster: source DIR/env, then cerulean rollout -f DIR/rollout.yaml.
+
+With --no-manager, up runs none of Cerulean's in-cluster components (manager, CRDs and webhook
+configurations, node agent, CSI provider): install the Helm chart instead, as on AKS
+(docs/install.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if node && noNode {
@@ -39,6 +43,7 @@ example chart to every cluster: source DIR/env, then cerulean rollout -f DIR/rol
 	}
 	cmd.Flags().BoolVar(&node, "node", false, "run the local node (the default as root; needs root)")
 	cmd.Flags().BoolVar(&noNode, "no-node", false, "run without the local node (no pods run)")
+	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "run without the in-process manager, node agent and CSI provider, to install the Helm chart instead")
 	cmd.Flags().DurationVar(&opts.NodeWait, "node-wait", 0, "how long to wait for another cerulean's node on this machine to stop (0: fail at once)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".cerulean", "directory for all state; running again on it resumes")
 	cmd.Flags().StringVar(&opts.CloudAddr, "cloud-addr", "127.0.0.1:8443", "address of the local cloud (port 0: a free port on every start)")

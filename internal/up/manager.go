@@ -46,22 +46,12 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 	if err := grantSamples(ctx, cp.RESTConfig, az.Settings().SubscriptionID); err != nil {
 		return nil, err
 	}
+	if err := writeClusterConfigMaps(ctx, cp, az); err != nil {
+		return nil, err
+	}
 	clients, err := kubernetes.NewForConfig(cp.RESTConfig)
 	if err != nil {
 		return nil, fmt.Errorf("connect to kube-apiserver: %w", err)
-	}
-	ca, err := os.ReadFile(az.Settings().CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("read the local cloud's CA: %w", err)
-	}
-	for name, data := range map[string]map[string]string{
-		IssuerConfigMap:  {"issuerURL": cp.IssuerURL},
-		CloudCAConfigMap: {"ca.crt": string(ca)},
-	} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: data}
-		if _, err := clients.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("write the ConfigMap %s: %w", name, err)
-		}
 	}
 	tokens, err := ManagerTokenSource(ctx, clients, time.Now)
 	if err != nil {
@@ -98,6 +88,29 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 		})
 	}()
 	return done, nil
+}
+
+// writeClusterConfigMaps writes the ConfigMaps config/samples read: the cluster's issuer and the
+// local cloud's CA (also the chart's azure.caBundle).
+func writeClusterConfigMaps(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud) error {
+	clients, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return fmt.Errorf("connect to kube-apiserver: %w", err)
+	}
+	ca, err := os.ReadFile(az.Settings().CAFile)
+	if err != nil {
+		return fmt.Errorf("read the local cloud's CA: %w", err)
+	}
+	for name, data := range map[string]map[string]string{
+		IssuerConfigMap:  {"issuerURL": cp.IssuerURL},
+		CloudCAConfigMap: {"ca.crt": string(ca)},
+	} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: data}
+		if _, err := clients.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("write the ConfigMap %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // freeLoopbackPort asks the kernel for a free port on 127.0.0.1.

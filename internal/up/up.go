@@ -44,6 +44,11 @@ type Options struct {
 	// cluster bound to its own issuer. With more than one, up also writes an example rollout
 	// (DIR/rollout.yaml) naming them all.
 	Clusters int
+	// NoManager leaves out the in-cluster components up otherwise runs in-process (the manager
+	// with its CRDs and webhook configurations, the node agent, the CSI provider), so that the
+	// Helm chart installs them as it does on AKS: the chart's objects have the fixed names
+	// up's would take. The Secrets Store CSI Driver still runs on the node, as AKS's add-on.
+	NoManager bool
 }
 
 // EnvFileName is written last, once everything is ready: its presence means "ready".
@@ -146,20 +151,27 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}()
 	}
-	fmt.Fprintln(opts.Out, "starting the manager…")
-	mgrCtx, stopManager := context.WithCancel(ctx)
-	defer stopManager()
-	var wi workloadidentity.Config
-	if node != nil {
-		wi = proxyImages(opts.BinDir)
-	}
-	managerDone, err := startManager(mgrCtx, cp, az, dataDir, wi)
-	if err != nil {
-		return err
+	var managerDone <-chan error
+	if opts.NoManager {
+		fmt.Fprintln(opts.Out, "no manager, node agent or CSI provider (--no-manager): install the chart (docs/install.md)")
+		if err := writeClusterConfigMaps(ctx, cp, az); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(opts.Out, "starting the manager…")
+		mgrCtx, stopManager := context.WithCancel(ctx)
+		defer stopManager()
+		var wi workloadidentity.Config
+		if node != nil {
+			wi = proxyImages(opts.BinDir)
+		}
+		if managerDone, err = startManager(mgrCtx, cp, az, dataDir, wi); err != nil {
+			return err
+		}
 	}
 	// The agent watches pod identity's CRDs, which the manager's start installed.
 	var agent *nodeAgent
-	if node != nil {
+	if node != nil && !opts.NoManager {
 		fmt.Fprintln(opts.Out, "starting the node agent…")
 		if agent, err = startNodeAgent(ctx, cp, az, node, providerID, dataDir); err != nil {
 			return err
@@ -179,12 +191,16 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("start the CSI provider: %w", err)
 		}
 	}
-	csi, csiSocket, csiLog, err := startCSIProvider(dataDir, az.Settings(), podIdentityEndpoint, nodeIMDS)
-	if err != nil {
-		return err
+	csiSocket := ""
+	if !opts.NoManager {
+		csi, socket, csiLog, err := startCSIProvider(dataDir, az.Settings(), podIdentityEndpoint, nodeIMDS)
+		if err != nil {
+			return err
+		}
+		defer csiLog.Close()
+		defer func() { _ = csi.Close() }()
+		csiSocket = socket
 	}
-	defer csiLog.Close()
-	defer func() { _ = csi.Close() }()
 	if node != nil {
 		fmt.Fprintln(opts.Out, "starting the Secrets Store CSI Driver…")
 		driver, err := startCSIDriver(ctx, node, dataDir)
@@ -219,8 +235,10 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
-	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID),
-		"CERULEAN_CSI_PROVIDER_SOCKET="+shellenv.Quote(csiSocket))
+	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
+	if csiSocket != "" {
+		env = append(env, "CERULEAN_CSI_PROVIDER_SOCKET="+shellenv.Quote(csiSocket))
+	}
 	if err := fsutil.WriteFileAtomic(envPath, []byte(cloud.FormatEnv(env)), 0o600); err != nil {
 		return err
 	}
@@ -235,6 +253,8 @@ func Run(ctx context.Context, opts Options) error {
 	nodeWhich := func() error { return nil }
 	if node != nil {
 		nodeExited, nodeWhich = node.Exited()
+	}
+	if agent != nil {
 		agentExited = agent.Exited()
 	}
 	select {
@@ -269,7 +289,11 @@ func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clu
 	agentLine := "not running (no node)"
 	if node != nil {
 		nodeLine = node.Name + " on " + node.IP + " (containerd: " + node.ContainerdSocket + ")"
+	}
+	if agent != nil {
 		agentLine = agent.addr + " (pods' " + nodeagent.MetadataIP + ":80 on " + devenv.Bridge + "; pod identity)"
+	} else if node != nil {
+		agentLine = "not running (--no-manager: the chart's nodeAgent.enabled)"
 	}
 	fmt.Fprintf(out, `
 Cerulean is up.

@@ -1,5 +1,8 @@
 // Package nodetest installs charts/cerulean with Helm into the local control plane with the real
-// node: every object accepted by kube-apiserver, the components Ready from the local image, the
+// node, as a user installs a release: the product image (`make image`) pushed to a registry
+// (the distribution project's, started by the test on loopback) and pulled from it by the node's
+// containerd, the chart packaged (`make chart`) and installed from its .tgz; then every object
+// accepted by kube-apiserver, the components Ready from the pulled image, the
 // in-cluster webhook mutating a pod through its Service, a pod's IMDS request reaching the node
 // agent through the DNAT it installs, an upgrade that rolls the manager, and an uninstall that
 // leaves nothing of the release but the CRDs.
@@ -45,7 +48,7 @@ import (
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
-func TestMain(m *testing.M) { devenvtest.Main(m, devenvtest.WithNode(images.Cerulean)) }
+func TestMain(m *testing.M) { devenvtest.Main(m, devenvtest.WithNode()) }
 
 const (
 	release   = "cerulean"
@@ -72,13 +75,16 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Kubeconfig = cp.Kubeconfig
-	chart, err := helmchart.ChartDir()
+	chartDir, err := helmchart.ChartDir()
 	if err != nil {
 		t.Fatal(err)
 	}
+	repository := publish(t, node)
+	chart := packageChart(t, h, chartDir)
 	nodeAgentPort, nodeAgentMetricsPort := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
 	values := []string{
-		"image.pullPolicy=Never", // imported into the node; nothing can be pulled here
+		// Pulled by the node from the test's registry, at the chart's appVersion.
+		"image.repository=" + repository, "image.pullPolicy=Always",
 		"nodeAgent.enabled=true", "csiProvider.enabled=true",
 		// The node agent shares the machine's network: a port free here, and the node's bridge
 		// as the interface pods' traffic arrives on.
@@ -177,7 +183,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("after uninstall, the node agent's nftables table is left on the node:\n%s", out)
 	}
 	// The CRDs stay, every one of the chart's crds/.
-	files, err := filepath.Glob(filepath.Join(chart, "crds", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the chart's CRDs: %v (%d files)", err, len(files))
 	}

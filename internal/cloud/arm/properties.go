@@ -24,8 +24,10 @@ func UpdatePropertiesTx[T any](tx *store.Tx, id armid.ID, edit func(res *Resourc
 		return Resource{}, err
 	}
 	var props T
-	if err := json.Unmarshal(res.Properties, &props); err != nil {
-		return Resource{}, fmt.Errorf("decode properties of %s: %w", res.ID, err)
+	if len(res.Properties) > 0 { // none stored: edit starts from T's zero value
+		if err := json.Unmarshal(res.Properties, &props); err != nil {
+			return Resource{}, fmt.Errorf("decode properties of %s: %w", res.ID, err)
+		}
 	}
 	if err := edit(&res, &props); errors.Is(err, ErrUnchanged) {
 		return res, nil

@@ -144,3 +144,28 @@ func TestUpdatePropertiesConcurrent(t *testing.T) {
 		t.Errorf("stored %s, want count 100", r.Properties)
 	}
 }
+
+// TestUpdatePropertiesNoneStored: a resource stored without properties is edited from T's zero
+// value (a map here, as BeginDelete uses it).
+func TestUpdatePropertiesNoneStored(t *testing.T) {
+	st, id := propsStore(t, "")
+	err := st.Update(context.Background(), func(tx *store.Tx) error {
+		return PutTx(tx, Resource{ID: id.String(), Name: "app", Type: "Microsoft.Cache/redis"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = UpdateProperties(context.Background(), st, id, func(_ *Resource, p *map[string]any) error {
+		if *p == nil {
+			*p = map[string]any{}
+		}
+		(*p)["provisioningState"] = StateDeleting
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := stored(t, st, id); string(r.Properties) != `{"provisioningState":"Deleting"}` {
+		t.Errorf("stored %s", r.Properties)
+	}
+}

@@ -10,7 +10,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/store"
 )
 
-// ErrUnchanged, returned by an edit of UpdateProperties, leaves the resource as stored: the
+// ErrUnchanged is what an edit of UpdateProperties returns to leave the resource as stored: the
 // update then succeeds without writing.
 var ErrUnchanged = errors.New("resource unchanged")
 

@@ -66,98 +66,146 @@ func benchCSI(ctx context.Context, env benchEnv) ([]row, error) {
 		return nil, err
 	}
 	defer c.Close()
-	s := c.Settings()
+	f, err := newCSIFixture(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	on, err := f.measureMode(ctx, env, csiInterval)
+	if err != nil {
+		return nil, fmt.Errorf("cache on: %w", err)
+	}
+	off, err := f.measureMode(ctx, env, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cache off: %w", err)
+	}
+	return csiRows(on, off), nil
+}
+
+// csiFixture is what every mode of benchCSI mounts: the bench vault's two secrets, read by
+// reader with its client secret, written (rotated) by the owner's secrets client sc.
+type csiFixture struct {
+	c           *cloud.Cloud
+	reader      entra.Principal
+	sc          *azsecrets.Client
+	secretsJSON string // the mount's Secrets: the reader's credentials
+	perm        string // the mount's Permission
+}
+
+// csiObjects is the SecretProviderClass's objects parameter: the two secrets.
+const csiObjects = "array:\n  - |\n    objectName: db-password\n  - |\n    objectName: api-key\n"
+
+// csiOutcome is one mode's measurement: the reader's Key Vault GETs, token requests, and the
+// mount latency.
+type csiOutcome struct {
+	gets, tokens int
+	lat          benchutil.Result
+}
+
+// newCSIFixture sets up the readable vault and writes a first version of both secrets with the
+// owner's token, before anything is counted.
+func newCSIFixture(ctx context.Context, c *cloud.Cloud) (*csiFixture, error) {
 	reader, secret, sc, err := readableVault(ctx, c, "csi-reader")
 	if err != nil {
 		return nil, err
 	}
-	rotate := func(round int) error {
-		for _, n := range []string{"db-password", "api-key"} {
-			if _, err := sc.SetSecret(ctx, n, azsecrets.SetSecretParameters{Value: to.Ptr(fmt.Sprintf("%s value %d", n, round))}, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := rotate(-1); err != nil { // the writer's own token, before anything is counted
+	f := &csiFixture{c: c, reader: reader, sc: sc}
+	if err := f.rotate(ctx, -1); err != nil { // the writer's own token, before anything is counted
 		return nil, err
 	}
 	secretsJSON, _ := json.Marshal(map[string]string{"clientid": reader.ClientID, "clientsecret": secret})
 	perm, _ := json.Marshal(os.FileMode(0o644))
-	objects := "array:\n  - |\n    objectName: db-password\n  - |\n    objectName: api-key\n"
+	f.secretsJSON, f.perm = string(secretsJSON), string(perm)
+	return f, nil
+}
 
-	type outcome struct {
-		gets, tokens int
-		lat          benchutil.Result
+// rotate sets a new version of both secrets, numbered round.
+func (f *csiFixture) rotate(ctx context.Context, round int) error {
+	for _, n := range []string{"db-password", "api-key"} {
+		if _, err := f.sc.SetSecret(ctx, n, azsecrets.SetSecretParameters{Value: to.Ptr(fmt.Sprintf("%s value %d", n, round))}, nil); err != nil {
+			return err
+		}
 	}
-	runMode := func(ttl time.Duration) (outcome, error) {
-		clock := &settableClock{t: time.Now()}
-		p, err := csiprovider.New(csiprovider.Options{Azure: azure.Config{AuthorityHost: s.AuthorityHost, CAFile: s.CAFile},
-			CloudName: cloud.CloudName, VaultLookupURL: s.URL + cloud.VaultLookupPath, CacheTTL: ttl, Clock: clock.Now})
-		if err != nil {
-			return outcome{}, err
-		}
-		sock := filepath.Join(env.scratch, fmt.Sprintf("csi-%d.sock", ttl))
-		srv, err := csiprovider.Listen(p, sock)
-		if err != nil {
-			return outcome{}, err
-		}
-		defer srv.Close()
-		conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-			}))
-		if err != nil {
-			return outcome{}, err
-		}
-		defer conn.Close()
-		client := v1alpha1.NewCSIDriverProviderClient(conn)
-		since := c.RequestLog().Last()
-		var all []benchutil.Result
-		for round := range csiIntervals {
-			if err := rotate(round); err != nil {
-				return outcome{}, err
-			}
-			var pod atomic.Int64
-			res := benchutil.Load(ctx, 64, csiPods, 10*time.Minute, func(ctx context.Context) error {
-				attrib, _ := json.Marshal(map[string]string{"keyvaultName": "kv-bench", "tenantId": s.TenantID, "objects": objects,
-					csiprovider.AttrPodName: fmt.Sprintf("app-%d", pod.Add(1)), csiprovider.AttrPodNamespace: "default"})
-				resp, err := client.Mount(ctx, &v1alpha1.MountRequest{Attributes: string(attrib), Secrets: string(secretsJSON),
-					TargetPath: "/unused", Permission: string(perm)})
-				if err == nil && len(resp.Files) != 2 {
-					err = fmt.Errorf("mount returned %d files", len(resp.Files))
-				}
-				return err
-			})
-			if res.Errors > 0 || res.Requests != csiPods {
-				return outcome{}, fmt.Errorf("round %d: %d of %d mounts, %d errors", round, res.Requests, csiPods, res.Errors)
-			}
-			all = append(all, res)
-			clock.Advance(csiInterval)
-		}
-		o := outcome{
-			gets:   len(c.Requests(reqlog.Filter{Service: "keyvault", Method: http.MethodGet, Status: http.StatusOK, Principal: reader.ObjectID, Since: since})),
-			tokens: len(c.Requests(reqlog.Filter{Service: "entra", Method: http.MethodPost, Since: since})),
-		}
-		// Latency over the three rounds: the median of the rounds' p50s and the worst p99.
-		o.lat = all[0]
-		for _, r := range all[1:] {
-			o.lat.P99 = max(o.lat.P99, r.P99)
-			o.lat.Requests += r.Requests
-			o.lat.Elapsed += r.Elapsed
-		}
-		p50s := []time.Duration{all[0].P50, all[1].P50, all[2].P50}
-		o.lat.P50 = median(p50s)
-		return o, nil
-	}
-	on, err := runMode(csiInterval)
+	return nil
+}
+
+// measureMode runs a provider with cache TTL ttl (0: off) on a unix socket and, for each of the
+// csiIntervals rounds, rotates the secrets, mounts them for csiPods pods and moves the
+// provider's clock by one interval; it counts the reader's requests to the cloud over all rounds.
+func (f *csiFixture) measureMode(ctx context.Context, env benchEnv, ttl time.Duration) (csiOutcome, error) {
+	s := f.c.Settings()
+	clock := &settableClock{t: time.Now()}
+	p, err := csiprovider.New(csiprovider.Options{Azure: azure.Config{AuthorityHost: s.AuthorityHost, CAFile: s.CAFile},
+		CloudName: cloud.CloudName, VaultLookupURL: s.URL + cloud.VaultLookupPath, CacheTTL: ttl, Clock: clock.Now})
 	if err != nil {
-		return nil, fmt.Errorf("cache on: %w", err)
+		return csiOutcome{}, err
 	}
-	off, err := runMode(0)
+	sock := filepath.Join(env.scratch, fmt.Sprintf("csi-%d.sock", ttl))
+	srv, err := csiprovider.Listen(p, sock)
 	if err != nil {
-		return nil, fmt.Errorf("cache off: %w", err)
+		return csiOutcome{}, err
 	}
+	defer srv.Close()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}))
+	if err != nil {
+		return csiOutcome{}, err
+	}
+	defer conn.Close()
+	client := v1alpha1.NewCSIDriverProviderClient(conn)
+	since := f.c.RequestLog().Last()
+	var all []benchutil.Result
+	for round := range csiIntervals {
+		if err := f.rotate(ctx, round); err != nil {
+			return csiOutcome{}, err
+		}
+		res := f.mountAll(ctx, client)
+		if res.Errors > 0 || res.Requests != csiPods {
+			return csiOutcome{}, fmt.Errorf("round %d: %d of %d mounts, %d errors", round, res.Requests, csiPods, res.Errors)
+		}
+		all = append(all, res)
+		clock.Advance(csiInterval)
+	}
+	return csiOutcome{
+		gets:   len(f.c.Requests(reqlog.Filter{Service: "keyvault", Method: http.MethodGet, Status: http.StatusOK, Principal: f.reader.ObjectID, Since: since})),
+		tokens: len(f.c.Requests(reqlog.Filter{Service: "entra", Method: http.MethodPost, Since: since})),
+		lat:    mergeRounds(all),
+	}, nil
+}
+
+// mountAll mounts the two secrets for csiPods pods, 64 at a time, through client.
+func (f *csiFixture) mountAll(ctx context.Context, client v1alpha1.CSIDriverProviderClient) benchutil.Result {
+	s := f.c.Settings()
+	var pod atomic.Int64
+	return benchutil.Load(ctx, 64, csiPods, 10*time.Minute, func(ctx context.Context) error {
+		attrib, _ := json.Marshal(map[string]string{"keyvaultName": "kv-bench", "tenantId": s.TenantID, "objects": csiObjects,
+			csiprovider.AttrPodName: fmt.Sprintf("app-%d", pod.Add(1)), csiprovider.AttrPodNamespace: "default"})
+		resp, err := client.Mount(ctx, &v1alpha1.MountRequest{Attributes: string(attrib), Secrets: f.secretsJSON,
+			TargetPath: "/unused", Permission: f.perm})
+		if err == nil && len(resp.Files) != 2 {
+			err = fmt.Errorf("mount returned %d files", len(resp.Files))
+		}
+		return err
+	})
+}
+
+// mergeRounds is the latency over the three rounds: the median of the rounds' p50s and the
+// worst p99.
+func mergeRounds(all []benchutil.Result) benchutil.Result {
+	lat := all[0]
+	for _, r := range all[1:] {
+		lat.P99 = max(lat.P99, r.P99)
+		lat.Requests += r.Requests
+		lat.Elapsed += r.Elapsed
+	}
+	p50s := []time.Duration{all[0].P50, all[1].P50, all[2].P50}
+	lat.P50 = median(p50s)
+	return lat
+}
+
+// csiRows is benchCSI's table, cache off as the baseline.
+func csiRows(on, off csiOutcome) []row {
 	label := fmt.Sprintf("%d pods x 2 secrets x %d intervals", csiPods, csiIntervals)
 	return []row{
 		{benchmark: "Key Vault GETs, cache off (upstream's behaviour), " + label, result: fmt.Sprintf("%d GETs, %d token requests", off.gets, off.tokens), vsBaseline: "baseline"},
@@ -165,7 +213,7 @@ func benchCSI(ctx context.Context, env benchEnv) ([]row, error) {
 			vsBaseline: fmt.Sprintf("1/%.0f of the GETs", float64(off.gets)/float64(max(on.gets, 1)))},
 		{benchmark: "mount latency, cache off, 64 concurrent", result: off.lat.String(), vsBaseline: "baseline"},
 		{benchmark: "mount latency, cache on, 64 concurrent", result: on.lat.String(), vsBaseline: ratio(float64(on.lat.P50), float64(off.lat.P50)) + " of p50"},
-	}, nil
+	}
 }
 
 // readableVault sets up what both CSI sections read: the bench vault (benchVault), the owner as

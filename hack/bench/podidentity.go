@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -20,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	aadv1 "github.com/cerulean/cerulean/api/aadpodidentity/v1"
@@ -65,6 +67,57 @@ func benchPodIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 		return nil, err
 	}
 	defer c.Close()
+	az, err := newPodIdentityAzure(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	cfg := *cp.RESTConfig
+	cfg.QPS, cfg.Burst = 500, 1000
+	kc, nodes, err := createPodIdentityObjects(ctx, &cfg, az)
+	if err != nil {
+		return nil, err
+	}
+	var patches atomic.Int64
+	stopController, err := podidentitytest.StartControllerE(&cfg, podidentity.Options{Compute: &podidentity.ARMCompute{
+		Credential: az.cred, Options: az.armOpts, PollFrequency: time.Second, Patches: func() { patches.Add(1) }}})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stopController() }()
+
+	start := time.Now()
+	if err := createBoundPods(ctx, kc, nodes); err != nil {
+		return nil, err
+	}
+	created := time.Since(start)
+	if err := waitAllAssigned(ctx, kc); err != nil {
+		return nil, err
+	}
+	assigned := time.Since(start)
+	rows := assignmentRows(created, assigned, patches.Load())
+
+	tokenRows, err := benchAgentTokens(ctx, cp, c, kc, nodes[0], az.ssIDs[0], az.ids[0])
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, tokenRows...), nil
+}
+
+// podIdentityNamespace holds the pod-identity benchmark's identities, bindings and pods.
+const podIdentityNamespace = "default"
+
+// podIdentityAzure is the Azure side of the pod-identity benchmark: the owner's credential and
+// client options, benchIdentities managed identities and two scale sets' ids, in rg-bench.
+type podIdentityAzure struct {
+	cred    azcore.TokenCredential
+	armOpts *arm.ClientOptions
+	ids     []armmsi.Identity
+	ssIDs   []string
+}
+
+// newPodIdentityAzure creates rg-bench, the managed identities and the two scale sets as the
+// owner, with the SDK's retries off.
+func newPodIdentityAzure(ctx context.Context, c *cloud.Cloud) (*podIdentityAzure, error) {
 	s := c.Settings()
 	opts := c.ClientOptions()
 	opts.Retry = policy.RetryOptions{MaxRetries: -1}
@@ -72,27 +125,25 @@ func benchPodIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	armOpts := &arm.ClientOptions{ClientOptions: opts}
-	if err := createBenchGroup(ctx, s, cred, armOpts); err != nil {
+	az := &podIdentityAzure{cred: cred, armOpts: &arm.ClientOptions{ClientOptions: opts}}
+	if err := createBenchGroup(ctx, s, cred, az.armOpts); err != nil {
 		return nil, fmt.Errorf("create resource group: %w", err)
 	}
-	mis, err := armmsi.NewUserAssignedIdentitiesClient(s.SubscriptionID, cred, armOpts)
+	mis, err := armmsi.NewUserAssignedIdentitiesClient(s.SubscriptionID, cred, az.armOpts)
 	if err != nil {
 		return nil, err
 	}
-	var ids []armmsi.Identity
 	for i := range benchIdentities {
 		mi, err := mis.CreateOrUpdate(ctx, "rg-bench", fmt.Sprintf("id-%d", i), armmsi.Identity{Location: to.Ptr("eastus")}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("create identity: %w", err)
 		}
-		ids = append(ids, mi.Identity)
+		az.ids = append(az.ids, mi.Identity)
 	}
-	sss, err := armcompute.NewVirtualMachineScaleSetsClient(s.SubscriptionID, cred, armOpts)
+	sss, err := armcompute.NewVirtualMachineScaleSetsClient(s.SubscriptionID, cred, az.armOpts)
 	if err != nil {
 		return nil, err
 	}
-	var ssIDs []string
 	for i := range 2 {
 		p, err := sss.BeginCreateOrUpdate(ctx, "rg-bench", fmt.Sprintf("ss-%d", i), armcompute.VirtualMachineScaleSet{Location: to.Ptr("eastus")}, nil)
 		if err != nil {
@@ -102,49 +153,50 @@ func benchPodIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("create scale set: %w", err)
 		}
-		ssIDs = append(ssIDs, *res.ID)
+		az.ssIDs = append(az.ssIDs, *res.ID)
 	}
+	return az, nil
+}
 
+// createPodIdentityObjects creates, through cfg, benchNodes nodes spread over az's scale sets and
+// an AzureIdentity and AzureIdentityBinding (selector: its own name) per identity of az. It
+// returns the client and the nodes' names.
+func createPodIdentityObjects(ctx context.Context, cfg *rest.Config, az *podIdentityAzure) (client.Client, []string, error) {
 	scheme, err := podidentitytest.NewScheme()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cfg := *cp.RESTConfig
-	cfg.QPS, cfg.Burst = 500, 1000
-	kc, err := client.New(&cfg, client.Options{Scheme: scheme})
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	const ns = "default"
+	const ns = podIdentityNamespace
 	var nodes []string
 	for i := range benchNodes {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
-			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("azure://%s/virtualMachines/%d", ssIDs[i%2], i)}}
+			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("azure://%s/virtualMachines/%d", az.ssIDs[i%2], i)}}
 		if err := kc.Create(ctx, n); err != nil {
-			return nil, fmt.Errorf("create node: %w", err)
+			return nil, nil, fmt.Errorf("create node: %w", err)
 		}
 		nodes = append(nodes, n.Name)
 	}
-	for i, mi := range ids {
+	for i, mi := range az.ids {
 		name := fmt.Sprintf("id-%d", i)
 		if err := kc.Create(ctx, &aadv1.AzureIdentity{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: aadv1.AzureIdentitySpec{ResourceID: *mi.ID, ClientID: *mi.Properties.ClientID}}); err != nil {
-			return nil, fmt.Errorf("create identity: %w", err)
+			return nil, nil, fmt.Errorf("create identity: %w", err)
 		}
 		if err := kc.Create(ctx, &aadv1.AzureIdentityBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: aadv1.AzureIdentityBindingSpec{AzureIdentity: name, Selector: name}}); err != nil {
-			return nil, fmt.Errorf("create binding: %w", err)
+			return nil, nil, fmt.Errorf("create binding: %w", err)
 		}
 	}
-	var patches atomic.Int64
-	stopController, err := podidentitytest.StartControllerE(&cfg, podidentity.Options{Compute: &podidentity.ARMCompute{
-		Credential: cred, Options: armOpts, PollFrequency: time.Second, Patches: func() { patches.Add(1) }}})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = stopController() }()
+	return kc, nodes, nil
+}
 
-	start := time.Now()
+// createBoundPods creates podIdentityPods pods, 16 at a time, as a scheduler binds them: each
+// already on one of nodes and labelled for one of the identities, in turn.
+func createBoundPods(ctx context.Context, kc client.Client, nodes []string) error {
 	var createErr atomic.Value
 	var wg sync.WaitGroup
 	next := make(chan int, podIdentityPods)
@@ -155,7 +207,7 @@ func benchPodIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	for range 16 {
 		wg.Go(func() {
 			for i := range next {
-				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i),
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: podIdentityNamespace, Name: fmt.Sprintf("pod-%d", i),
 					Labels: map[string]string{aadv1.PodLabel: fmt.Sprintf("id-%d", i%benchIdentities)}},
 					Spec: corev1.PodSpec{NodeName: nodes[(i/benchIdentities)%benchNodes], Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
 				if err := kc.Create(ctx, p); err != nil {
@@ -167,14 +219,19 @@ func benchPodIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	}
 	wg.Wait()
 	if err, _ := createErr.Load().(error); err != nil {
-		return nil, fmt.Errorf("create pods: %w", err)
+		return fmt.Errorf("create pods: %w", err)
 	}
-	created := time.Since(start)
+	return nil
+}
+
+// waitAllAssigned polls every 250 ms, for up to 10 minutes, until podIdentityPods
+// AzureAssignedIdentities are Assigned.
+func waitAllAssigned(ctx context.Context, kc client.Client) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		var list aadv1.AzureAssignedIdentityList
-		if err := kc.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return nil, err
+		if err := kc.List(ctx, &list, client.InNamespace(podIdentityNamespace)); err != nil {
+			return err
 		}
 		n := 0
 		for _, a := range list.Items {
@@ -183,26 +240,25 @@ func benchPodIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 			}
 		}
 		if n == podIdentityPods {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("only %d of %d assignments Assigned after 10 minutes", n, podIdentityPods)
+			return fmt.Errorf("only %d of %d assignments Assigned after 10 minutes", n, podIdentityPods)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	assigned := time.Since(start)
-	rows := []row{
+}
+
+// assignmentRows is the assignment half of benchPodIdentity's table: the time to create the
+// pods, the time until every identity was Assigned (both from the first create), and the
+// controller's ARM PATCHes.
+func assignmentRows(created, assigned time.Duration, patches int64) []row {
+	return []row{
 		{benchmark: fmt.Sprintf("%d pods on 2 scale sets, %d identities: pods created", podIdentityPods, benchIdentities), result: created.Round(10 * time.Millisecond).String()},
 		{benchmark: fmt.Sprintf("%d pods on 2 scale sets: every identity Assigned (from the first create)", podIdentityPods), result: assigned.Round(10 * time.Millisecond).String()},
-		{benchmark: fmt.Sprintf("%d pods on 2 scale sets: ARM PATCHes of the scale sets", podIdentityPods), result: fmt.Sprint(patches.Load()),
+		{benchmark: fmt.Sprintf("%d pods on 2 scale sets: ARM PATCHes of the scale sets", podIdentityPods), result: fmt.Sprint(patches),
 			vsBaseline: fmt.Sprintf("%d identity additions (upstream: one PATCH each, serialised)", 2*benchIdentities)},
 	}
-
-	tokenRows, err := benchAgentTokens(ctx, cp, c, kc, nodes[0], ssIDs[0], ids[0])
-	if err != nil {
-		return nil, err
-	}
-	return append(rows, tokenRows...), nil
 }
 
 // benchAgentTokens runs a node agent for node on 127.0.0.1 and measures tokens for a pod at

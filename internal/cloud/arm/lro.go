@@ -2,7 +2,6 @@ package arm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -103,17 +102,15 @@ func (s *Service) BeginDelete(ctx context.Context, r *Request, res Resource) (ht
 		if err != nil {
 			return err
 		}
-		cur, err := GetTx(tx, id)
+		// Any provider's properties: only provisioningState changes.
+		_, err = UpdatePropertiesTx(tx, id, func(_ *Resource, props *map[string]any) error {
+			if *props == nil {
+				*props = map[string]any{}
+			}
+			(*props)["provisioningState"] = StateDeleting
+			return nil
+		})
 		if err != nil {
-			return err
-		}
-		props := map[string]any{}
-		_ = json.Unmarshal(cur.Properties, &props)
-		props["provisioningState"] = StateDeleting
-		if cur.Properties, err = json.Marshal(props); err != nil {
-			return err
-		}
-		if err := PutTx(tx, cur); err != nil {
 			return err
 		}
 		return tx.Put(bucketOperations, op.ID, op)

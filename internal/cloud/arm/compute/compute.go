@@ -211,12 +211,10 @@ func (p *Provider) patch(k kind) arm.Handler {
 				}
 			}
 			return nil
-		}, b.Identity, true)
+		}, b.Identity)
 	}
 }
 
-// write is PUT's and PATCH's common path: plan the identity from what is stored now, check the
-// assign action for each identity added, then store everything in one transaction.
 // planWrite plans the identity from what is stored now and checks the assign action for each
 // identity added.
 func (p *Provider) planWrite(ctx context.Context, r *arm.Request, k kind, ib *identityBody, merge bool) (plan, []armid.ID, error) {
@@ -248,52 +246,32 @@ func (p *Provider) planWrite(ctx context.Context, r *arm.Request, k kind, ib *id
 	return want, checked, nil
 }
 
-// write is PATCH's path: plan, then store everything in one transaction.
-func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(*arm.Resource, *stored) error, ib *identityBody, merge bool) (httpx.Response, error) {
-	want, checked, err := p.planWrite(ctx, r, k, ib, merge)
+// write is PATCH's path: plan the identity (merged into what is stored), then store it and
+// edit's changes in one transaction. A missing resource is ARM's 404.
+func (p *Provider) write(ctx context.Context, r *arm.Request, k kind, edit func(*arm.Resource, *stored) error, ib *identityBody) (httpx.Response, error) {
+	want, checked, err := p.planWrite(ctx, r, k, ib, true)
 	if err != nil {
 		return httpx.Response{}, err
 	}
 	var out arm.Resource
-	var st stored
-	created := false
 	err = p.svc.Store().Update(ctx, func(tx *store.Tx) error {
 		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
 			return err
 		}
-		res, err := arm.GetTx(tx, r.ID)
-		switch {
-		case err == nil:
-			if err := json.Unmarshal(res.Properties, &st); err != nil {
+		var err error
+		out, err = arm.UpdatePropertiesTx(tx, r.ID, func(res *arm.Resource, st *stored) error {
+			var err error
+			if st.Identity, err = p.applyTx(tx, r.ID, st.Identity, want, checked); err != nil {
 				return err
 			}
-		case arm.IsNotFound(err) && !merge:
-			created = true
-			res = arm.Resource{ID: r.ID.String(), Name: r.ID.Name(), Type: k.typ}
-			st = stored{UniqueID: uuid.NewString(), Created: p.svc.Now().UTC()}
-		default:
-			return err
-		}
-		if st.Identity, err = p.applyTx(tx, r.ID, st.Identity, want, checked); err != nil {
-			return err
-		}
-		if err := edit(&res, &st); err != nil {
-			return err
-		}
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		out = res
-		return arm.PutTx(tx, res)
+			return edit(res, st)
+		})
+		return err
 	})
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	return httpx.Response{Status: status, Body: view(out, k)}, nil
+	return httpx.Response{Status: http.StatusOK, Body: view(out, k)}, nil
 }
 
 func (p *Provider) get(ctx context.Context, r *arm.Request) (httpx.Response, error) {

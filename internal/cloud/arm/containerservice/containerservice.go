@@ -278,22 +278,15 @@ func Bind(ctx context.Context, svc *arm.Service, clusterID, issuer string) error
 	if u, err := url.Parse(issuer); err != nil || u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("bind cluster: issuer %q is not an https URL", issuer)
 	}
-	return svc.Store().Update(ctx, func(tx *store.Tx) error {
-		cur, err := arm.GetTx(tx, id)
-		if err != nil {
-			return fmt.Errorf("bind cluster: %w", err)
-		}
+	_, err = arm.UpdateProperties(ctx, svc.Store(), id, func(cur *arm.Resource, props *properties) error {
 		if !strings.EqualFold(cur.Type, ClusterType) {
-			return fmt.Errorf("bind cluster: %s is a %s", clusterID, cur.Type)
-		}
-		var props properties
-		if err := json.Unmarshal(cur.Properties, &props); err != nil {
-			return fmt.Errorf("bind cluster: decode stored cluster: %w", err)
+			return fmt.Errorf("%s is a %s", clusterID, cur.Type)
 		}
 		props.BoundIssuerURL = issuer
-		if cur.Properties, err = json.Marshal(props); err != nil {
-			return err
-		}
-		return arm.PutTx(tx, cur)
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("bind cluster: %w", err)
+	}
+	return nil
 }

@@ -300,23 +300,12 @@ func (p *Provider) createRootRule(tx *store.Tx, k *kind, ns arm.Resource) error 
 // runProvision ends a PUT's long-running operation: the resource is Succeeded (unless a delete
 // started meanwhile or it is gone). Idempotent, as resumed operations need.
 func (p *Provider) runProvision(ctx context.Context, id armid.ID) error {
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, id)
-		if err != nil {
-			return err
-		}
-		var st stored
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	_, err := arm.UpdateProperties(ctx, p.svc.Store(), id, func(_ *arm.Resource, st *stored) error {
 		if st.ProvisioningState == arm.StateDeleting || st.ProvisioningState == arm.StateSucceeded {
-			return nil
+			return arm.ErrUnchanged
 		}
 		st.ProvisioningState = arm.StateSucceeded
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		return arm.PutTx(tx, res)
+		return nil
 	})
 	if arm.IsNotFound(err) {
 		return nil
@@ -408,31 +397,24 @@ func (p *Provider) patch(k *kind) arm.Handler {
 			if err := arm.CheckGroupTx(tx, r.ID); err != nil {
 				return err
 			}
-			res, err := arm.GetTx(tx, r.ID)
-			if err != nil {
-				return err
-			}
-			var st stored
-			if err := json.Unmarshal(res.Properties, &st); err != nil {
-				return err
-			}
-			if st.Body, err = mergeBody(st.Body, in); err != nil {
-				return err
-			}
-			// Merges could grow a body past what one PUT may send: refuse that too.
-			if b, err := json.Marshal(st.Body); err != nil {
-				return err
-			} else if len(b) > arm.DefaultMaxBody {
-				return arm.Errorf(http.StatusBadRequest, "RequestContentTooLarge", "The merged resource would exceed the maximum size of %d bytes.", arm.DefaultMaxBody)
-			}
-			if _, ok := b["tags"]; ok {
-				res.Tags = tags
-			}
-			if res.Properties, err = json.Marshal(st); err != nil {
-				return err
-			}
-			out = res
-			return arm.PutTx(tx, res)
+			var err error
+			out, err = arm.UpdatePropertiesTx(tx, r.ID, func(res *arm.Resource, st *stored) error {
+				var err error
+				if st.Body, err = mergeBody(st.Body, in); err != nil {
+					return err
+				}
+				// Merges could grow a body past what one PUT may send: refuse that too.
+				if b, err := json.Marshal(st.Body); err != nil {
+					return err
+				} else if len(b) > arm.DefaultMaxBody {
+					return arm.Errorf(http.StatusBadRequest, "RequestContentTooLarge", "The merged resource would exceed the maximum size of %d bytes.", arm.DefaultMaxBody)
+				}
+				if _, ok := b["tags"]; ok {
+					res.Tags = tags
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return httpx.Response{}, err

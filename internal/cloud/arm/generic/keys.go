@@ -91,28 +91,20 @@ func (p *Provider) post(k *kind, act action) arm.Handler {
 				if err := arm.CheckGroupTx(tx, id); err != nil {
 					return err
 				}
-				cur, err := arm.GetTx(tx, id)
-				if err != nil {
-					return err
-				}
-				var st stored
-				if err := json.Unmarshal(cur.Properties, &st); err != nil {
-					return err
-				}
-				if st.Keys == nil {
-					st.Keys = map[string]string{}
-				}
-				for name, val := range set {
-					if val == "" {
-						val = k.Keys.gen(name)
+				var err error
+				res, err = arm.UpdatePropertiesTx(tx, id, func(_ *arm.Resource, st *stored) error {
+					if st.Keys == nil {
+						st.Keys = map[string]string{}
 					}
-					st.Keys[name] = val
-				}
-				if cur.Properties, err = json.Marshal(st); err != nil {
-					return err
-				}
-				res = cur
-				return arm.PutTx(tx, cur)
+					for name, val := range set {
+						if val == "" {
+							val = k.Keys.gen(name)
+						}
+						st.Keys[name] = val
+					}
+					return nil
+				})
+				return err
 			})
 		}
 		if err != nil {

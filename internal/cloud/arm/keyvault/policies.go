@@ -55,20 +55,11 @@ func (p *Provider) updateAccessPolicies(ctx context.Context, r *arm.Request) (ht
 		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
 			return err
 		}
-		cur, err := arm.GetTx(tx, r.ID.Parent())
+		cur, props, err := p.updateTx(tx, r.ID.Parent(), func(_ *arm.Resource, props *vaultProperties) error {
+			props.AccessPolicies = applyPolicies(props.AccessPolicies, b.Properties.AccessPolicies, kind)
+			return validatePolicies(props.AccessPolicies)
+		})
 		if err != nil {
-			return err
-		}
-		v, err := kv.GetVaultTx(tx, cur.Name)
-		if err != nil {
-			return err
-		}
-		props := decodeProps(cur)
-		props.AccessPolicies = applyPolicies(props.AccessPolicies, b.Properties.AccessPolicies, kind)
-		if err := validatePolicies(props.AccessPolicies); err != nil {
-			return err
-		}
-		if _, err := p.putTx(tx, cur, props, v.Port); err != nil {
 			return err
 		}
 		out = policiesJSON{ID: cur.ID + "/accessPolicies/" + kind, Name: kind, Type: accessPolicyType, Location: cur.Location}

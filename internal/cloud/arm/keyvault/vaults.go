@@ -82,21 +82,20 @@ func (p *Provider) putVault(ctx context.Context, r *arm.Request) (httpx.Response
 		case !strings.EqualFold(v.ResourceID, r.ID.String()):
 			return errNameTaken(name)
 		default:
-			cur, err := arm.GetTx(tx, r.ID)
-			if err != nil {
-				return err
-			}
-			if cur.Location != loc {
-				return arm.Errorf(http.StatusBadRequest, "InvalidResourceLocation",
-					"The resource '%s' already exists in location '%s' in resource group '%s'. A resource with the same name cannot be created in location '%s'.", name, cur.Location, r.ID.ResourceGroup(), loc)
-			}
-			old := decodeProps(cur)
-			if err := validateFlags(&props, &old); err != nil {
-				return err
-			}
-			props.VaultURI, props.ProvisioningState = old.VaultURI, old.ProvisioningState
-			cur.Tags = b.Tags
-			out, err = p.putTx(tx, cur, props, v.Port)
+			out, _, err = p.updateTx(tx, r.ID, func(cur *arm.Resource, stored *vaultProperties) error {
+				if cur.Location != loc {
+					return arm.Errorf(http.StatusBadRequest, "InvalidResourceLocation",
+						"The resource '%s' already exists in location '%s' in resource group '%s'. A resource with the same name cannot be created in location '%s'.", name, cur.Location, r.ID.ResourceGroup(), loc)
+				}
+				old := *stored
+				if err := validateFlags(&props, &old); err != nil {
+					return err
+				}
+				props.VaultURI, props.ProvisioningState = old.VaultURI, old.ProvisioningState
+				cur.Tags = b.Tags
+				*stored = props
+				return nil
+			})
 			return err
 		}
 		if err := validateFlags(&props, nil); err != nil {
@@ -155,6 +154,29 @@ func (p *Provider) putTx(tx *store.Tx, res arm.Resource, props vaultProperties, 
 	return res, kv.PutVaultTx(tx, registryOf(res, props, port))
 }
 
+// updateTx changes the stored vault id through arm.UpdatePropertiesTx and writes the data
+// plane's registry entry with it, as putTx does; edit's arm.ErrUnchanged writes neither.
+func (p *Provider) updateTx(tx *store.Tx, id armid.ID, edit func(cur *arm.Resource, props *vaultProperties) error) (arm.Resource, vaultProperties, error) {
+	var port int
+	var props vaultProperties
+	changed := false
+	res, err := arm.UpdatePropertiesTx(tx, id, func(cur *arm.Resource, pr *vaultProperties) error {
+		v, err := kv.GetVaultTx(tx, cur.Name)
+		if err != nil {
+			return err
+		}
+		if err := edit(cur, pr); err != nil {
+			return err
+		}
+		port, props, changed = v.Port, *pr, true
+		return nil
+	})
+	if err != nil || !changed {
+		return res, props, err
+	}
+	return res, props, kv.PutVaultTx(tx, registryOf(res, props, port))
+}
+
 // finishLater completes a new vault's provisioning in the background, as Azure does once the
 // vault's DNS name is registered; Start completes any that a stop interrupted.
 func (p *Provider) finishLater(id armid.ID) {
@@ -172,22 +194,16 @@ func (p *Provider) finishLater(id armid.ID) {
 }
 
 func (p *Provider) finishTx(tx *store.Tx, id armid.ID) error {
-	cur, err := arm.GetTx(tx, id)
+	_, _, err := p.updateTx(tx, id, func(_ *arm.Resource, props *vaultProperties) error {
+		if props.ProvisioningState != stateRegistering {
+			return arm.ErrUnchanged
+		}
+		props.ProvisioningState = stateSucceeded
+		return nil
+	})
 	if arm.IsNotFound(err) {
 		return nil // deleted meanwhile
-	} else if err != nil {
-		return err
 	}
-	props := decodeProps(cur)
-	if props.ProvisioningState != stateRegistering {
-		return nil
-	}
-	props.ProvisioningState = stateSucceeded
-	v, err := kv.GetVaultTx(tx, cur.Name)
-	if err != nil {
-		return err
-	}
-	_, err = p.putTx(tx, cur, props, v.Port)
 	return err
 }
 
@@ -250,26 +266,22 @@ func (p *Provider) patchVault(ctx context.Context, r *arm.Request) (httpx.Respon
 		if err := arm.CheckGroupTx(tx, r.ID); err != nil {
 			return err
 		}
-		cur, err := arm.GetTx(tx, r.ID)
-		if err != nil {
-			return err
-		}
-		v, err := kv.GetVaultTx(tx, cur.Name)
-		if err != nil {
-			return err
-		}
-		old := decodeProps(cur)
-		props, err := merge(old, b.Properties)
-		if err != nil {
-			return err
-		}
-		if err := validateFlags(&props, &old); err != nil {
-			return err
-		}
-		if b.Tags != nil {
-			cur.Tags = b.Tags
-		}
-		out, err = p.putTx(tx, cur, props, v.Port)
+		var err error
+		out, _, err = p.updateTx(tx, r.ID, func(cur *arm.Resource, props *vaultProperties) error {
+			old := *props
+			merged, err := merge(old, b.Properties)
+			if err != nil {
+				return err
+			}
+			if err := validateFlags(&merged, &old); err != nil {
+				return err
+			}
+			if b.Tags != nil {
+				cur.Tags = b.Tags
+			}
+			*props = merged
+			return nil
+		})
 		return err
 	})
 	if err != nil {

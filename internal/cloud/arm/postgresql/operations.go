@@ -24,19 +24,11 @@ func (p *Provider) action(kind string) arm.Handler {
 		id := r.ID.Parent()
 		var op arm.Operation
 		err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-			res, err := arm.GetTx(tx, id)
+			res, err := arm.UpdatePropertiesTx(tx, id, func(_ *arm.Resource, st *stored) error {
+				st.State = map[string]string{opStart: stateStarting, opStop: stateStopping}[kind]
+				return nil
+			})
 			if err != nil {
-				return err
-			}
-			var st stored
-			if err := json.Unmarshal(res.Properties, &st); err != nil {
-				return err
-			}
-			st.State = map[string]string{opStart: stateStarting, opStop: stateStopping}[kind]
-			if res.Properties, err = json.Marshal(st); err != nil { //nolint:gosec // the cloud keeps the administrator password to run its engine; ARM never returns it
-				return err
-			}
-			if err := arm.PutTx(tx, res); err != nil {
 				return err
 			}
 			op, err = p.svc.NewOperationTx(tx, r, kind, res.ID)
@@ -124,26 +116,15 @@ func (p *Provider) runStop(ctx context.Context, id armid.ID) error {
 // record sets the server's state after an engine action: the state reached, or Failed with the
 // engine's error (which is the operation's error too).
 func (p *Provider) record(ctx context.Context, id armid.ID, engErr error, state string) error {
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, id)
-		if err != nil {
-			return err
-		}
-		var st stored
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	_, err := arm.UpdateProperties(ctx, p.svc.Store(), id, func(_ *arm.Resource, st *stored) error {
 		if st.ProvisioningState == arm.StateDeleting {
-			return nil
+			return arm.ErrUnchanged
 		}
 		st.State, st.ProvisioningState, st.Error = state, arm.StateSucceeded, ""
 		if engErr != nil {
 			st.State, st.ProvisioningState, st.Error = "Disabled", provFailed, clip(engErr.Error(), 1024)
 		}
-		if res.Properties, err = json.Marshal(st); err != nil { //nolint:gosec // as above: stored, never returned
-			return err
-		}
-		return arm.PutTx(tx, res)
+		return nil
 	})
 	if arm.IsNotFound(err) {
 		err = nil

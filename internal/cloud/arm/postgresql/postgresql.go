@@ -342,16 +342,7 @@ func (p *Provider) patchServer(ctx context.Context, r *arm.Request) (httpx.Respo
 	if sp.Password != "" && (len(sp.Password) < 8 || len(sp.Password) > 128) {
 		return httpx.Response{}, errParam("administratorLoginPassword")
 	}
-	var out arm.Resource
-	err = p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, r.ID)
-		if err != nil {
-			return err
-		}
-		var st stored
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	out, err := arm.UpdateProperties(ctx, p.svc.Store(), r.ID, func(res *arm.Resource, st *stored) error {
 		if b.Tags != nil {
 			res.Tags = b.Tags
 		}
@@ -370,11 +361,7 @@ func (p *Provider) patchServer(ctx context.Context, r *arm.Request) (httpx.Respo
 			}
 			st.Password = sp.Password
 		}
-		if res.Properties, err = json.Marshal(st); err != nil { //nolint:gosec // stored for the engine, never returned by ARM
-			return err
-		}
-		out = res
-		return arm.PutTx(tx, res)
+		return nil
 	})
 	if err != nil {
 		return httpx.Response{}, err

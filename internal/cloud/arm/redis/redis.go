@@ -302,16 +302,7 @@ func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, e
 			return httpx.Response{}, err
 		}
 	}
-	var out arm.Resource
-	err = p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, r.ID)
-		if err != nil {
-			return err
-		}
-		var st stored
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	out, err := arm.UpdateProperties(ctx, p.svc.Store(), r.ID, func(res *arm.Resource, st *stored) error {
 		if b.Tags != nil {
 			res.Tags = b.Tags
 		}
@@ -322,11 +313,7 @@ func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, e
 			st.NonSSL = *cp.NonSSL
 		}
 		st.Other = otherProps(b.Properties, st.Other)
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		out = res
-		return arm.PutTx(tx, res)
+		return nil
 	})
 	if err != nil {
 		return httpx.Response{}, err
@@ -393,29 +380,17 @@ func (p *Provider) regenerateKey(ctx context.Context, r *arm.Request) (httpx.Res
 	if i < 0 {
 		return httpx.Response{}, arm.Errorf(http.StatusBadRequest, "InvalidRequestBody", "The 'keyType' must be 'Primary' or 'Secondary'.")
 	}
-	var st stored
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, r.ID.Parent())
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	var keys [2]string
+	_, err := arm.UpdateProperties(ctx, p.svc.Store(), r.ID.Parent(), func(res *arm.Resource, st *stored) error {
 		other := st.Keys[1-i]
 		st.Keys[i] = newKey()
-		if err := p.eng.SetRedisKeys(ctx, res.Name, other, st.Keys); err != nil {
-			return err
-		}
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		return arm.PutTx(tx, res)
+		keys = st.Keys
+		return p.eng.SetRedisKeys(ctx, res.Name, other, st.Keys)
 	})
 	if err != nil {
 		return httpx.Response{}, err
 	}
-	return httpx.Response{Body: keysJSON{PrimaryKey: st.Keys[0], SecondaryKey: st.Keys[1]}}, nil
+	return httpx.Response{Body: keysJSON{PrimaryKey: keys[0], SecondaryKey: keys[1]}}, nil
 }
 
 // runCreate runs the cache's engine and records the outcome.
@@ -438,27 +413,16 @@ func (p *Provider) runCreate(ctx context.Context, id armid.ID) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	err = p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, id)
-		if err != nil {
-			return err
-		}
-		var st stored
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	_, err = arm.UpdateProperties(ctx, p.svc.Store(), id, func(_ *arm.Resource, st *stored) error {
 		if st.ProvisioningState == arm.StateDeleting {
-			return nil
+			return arm.ErrUnchanged
 		}
 		st.ProvisioningState, st.Error = arm.StateSucceeded, ""
 		st.SSLPort, st.Port = int(addrs.TLS.Port()), int(addrs.Plain.Port())
 		if engErr != nil {
 			st.ProvisioningState, st.Error = "Failed", clip(engErr.Error(), 1024)
 		}
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		return arm.PutTx(tx, res)
+		return nil
 	})
 	if engErr != nil {
 		return arm.Errorf(http.StatusInternalServerError, "InternalServerError", "The cache could not be started: %s", clip(engErr.Error(), 1024))

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/cerulean/cerulean/internal/cloud/arm"
 	"github.com/cerulean/cerulean/internal/cloud/arm/armid"
@@ -32,18 +31,18 @@ func (p *Provider) markFailed(ctx context.Context, engErr error) error {
 			return err
 		}
 		for _, res := range all {
-			var st stored
-			if err := json.Unmarshal(res.Properties, &st); err != nil {
+			id, err := armid.Parse(res.ID)
+			if err != nil {
 				return err
 			}
-			if !st.live() {
-				continue // creating (its operation records the outcome), failed or deleting
-			}
-			st.State, st.Error = stateFailed, clip(engErr.Error(), 1024)
-			if res.Properties, err = json.Marshal(st); err != nil {
-				return err
-			}
-			if err := arm.PutTx(tx, res); err != nil {
+			_, err = arm.UpdatePropertiesTx(tx, id, func(_ *arm.Resource, st *stored) error {
+				if !st.live() {
+					return arm.ErrUnchanged // creating (its operation records the outcome), failed or deleting
+				}
+				st.State, st.Error = stateFailed, clip(engErr.Error(), 1024)
+				return nil
+			})
+			if err != nil {
 				return err
 			}
 		}

@@ -240,26 +240,15 @@ func (p *Provider) runCreate(ctx context.Context, id armid.ID) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // the cloud stops: the operation runs again at the next start
 	}
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, id)
-		if err != nil {
-			return err
-		}
-		var st stored
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	_, err := arm.UpdateProperties(ctx, p.svc.Store(), id, func(_ *arm.Resource, st *stored) error {
 		if st.State != stateCreating {
-			return nil // deleted and created again, or retried: another operation owns it
+			return arm.ErrUnchanged // deleted and created again, or retried: another operation owns it
 		}
 		st.State, st.Error = arm.StateSucceeded, ""
 		if engErr != nil {
 			st.State, st.Error = stateFailed, clip(engErr.Error(), 1024)
 		}
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		return arm.PutTx(tx, res)
+		return nil
 	})
 	if arm.IsNotFound(err) {
 		err = nil // deleted meanwhile
@@ -294,16 +283,7 @@ func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, e
 	case len(b.Kind) > 64:
 		return httpx.Response{}, arm.ErrBadRequest("The 'kind' property is invalid.")
 	}
-	var out arm.Resource
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, r.ID)
-		if err != nil {
-			return err
-		}
-		var st stored
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
+	out, err := arm.UpdateProperties(ctx, p.svc.Store(), r.ID, func(res *arm.Resource, st *stored) error {
 		if b.Tags != nil {
 			res.Tags = b.Tags
 		}
@@ -323,15 +303,12 @@ func (p *Provider) patch(ctx context.Context, r *arm.Request) (httpx.Response, e
 			for k, v := range patch {
 				props[k] = v
 			}
+			var err error
 			if st.Properties, err = json.Marshal(props); err != nil {
 				return err
 			}
 		}
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		out = res
-		return arm.PutTx(tx, res)
+		return nil
 	})
 	if err != nil {
 		return httpx.Response{}, err
@@ -453,23 +430,14 @@ func (p *Provider) regenerateKey(ctx context.Context, r *arm.Request) (httpx.Res
 		return httpx.Response{}, arm.ErrBadRequest("The 'keyName' must be 'key1' or 'key2'.")
 	}
 	var st stored
-	err := p.svc.Store().Update(ctx, func(tx *store.Tx) error {
-		res, err := arm.GetTx(tx, id)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(res.Properties, &st); err != nil {
-			return err
-		}
-		for i, k := range st.Keys {
+	_, err := arm.UpdateProperties(ctx, p.svc.Store(), id, func(_ *arm.Resource, cur *stored) error {
+		for i, k := range cur.Keys {
 			if k.Name == name {
-				st.Keys[i] = newKey(name, p.svc.Now().UTC())
+				cur.Keys[i] = newKey(name, p.svc.Now().UTC())
 			}
 		}
-		if res.Properties, err = json.Marshal(st); err != nil {
-			return err
-		}
-		return arm.PutTx(tx, res)
+		st = *cur
+		return nil
 	})
 	if err != nil {
 		return httpx.Response{}, err

@@ -35,7 +35,7 @@ func benchGo(ctx context.Context, _ benchEnv) ([]row, error) {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		// BenchmarkName-CPUS  N  ns/op-value ns/op  B/op-value B/op  allocs-value allocs/op
+		// BenchmarkName-CPUS  N  ns/op-value ns/op  [value unit]... (own metrics, B/op, allocs/op)
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || f[3] != "ns/op" {
 			continue
 		}
@@ -46,8 +46,8 @@ func benchGo(ctx context.Context, _ benchEnv) ([]row, error) {
 		name := f[0][:strings.LastIndexByte(f[0], '-')]
 		family, _, _ := strings.Cut(name, "/")
 		result := fmt.Sprintf("%s/op", formatNanos(ns))
-		if len(f) >= 8 {
-			result += fmt.Sprintf(", %s B/op, %s allocs/op", f[4], f[6])
+		for i := 4; i+1 < len(f); i += 2 { // B/op, allocs/op and the benchmark's own metrics
+			result += fmt.Sprintf(", %s %s", f[i], f[i+1])
 		}
 		r := row{benchmark: name, result: result}
 		if base, ok := baselines[family]; ok {

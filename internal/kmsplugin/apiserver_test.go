@@ -119,7 +119,7 @@ func TestKubeAPIServerWithoutTheRoleIsNeverReady(t *testing.T) {
 
 // encryptionSetup serves the plugin with cred on a socket and writes an EncryptionConfiguration
 // that encrypts Secrets with it, in a fresh short directory.
-func encryptionSetup(t *testing.T, vk vaultKey, cred azcore.TokenCredential) (dir, socket, config string) {
+func encryptionSetup(t testing.TB, vk vaultKey, cred azcore.TokenCredential) (dir, socket, config string) {
 	t.Helper()
 	p, err := kmsplugin.New(kmsplugin.Options{VaultURL: vk.vault, KeyName: "etcd", Credential: cred, Client: clientOptions(vk.c)})
 	if err != nil {

@@ -32,7 +32,7 @@ type vaultKey struct {
 	keys  *azkeys.Client
 }
 
-func newVaultKey(t *testing.T) vaultKey {
+func newVaultKey(t testing.TB) vaultKey {
 	t.Helper()
 	c := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
 	owner, opts := cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c)
@@ -49,7 +49,7 @@ func newVaultKey(t *testing.T) vaultKey {
 }
 
 // newVersion makes a new version of the RSA key "etcd" (the first one on first use): a rotation.
-func (vk vaultKey) newVersion(t *testing.T) string {
+func (vk vaultKey) newVersion(t testing.TB) string {
 	t.Helper()
 	k, err := vk.keys.CreateKey(t.Context(), "etcd", azkeys.CreateKeyParameters{Kty: to.Ptr(azkeys.KeyTypeRSA), KeySize: to.Ptr[int32](2048)}, nil)
 	if err != nil {
@@ -62,7 +62,7 @@ func clientOptions(c *cloud.Cloud) *azkeys.ClientOptions {
 	return &azkeys.ClientOptions{ClientOptions: cloudtest.NoRetry(c), DisableChallengeResourceVerification: true}
 }
 
-func grant(t *testing.T, c *cloud.Cloud, scope, role, principal string) {
+func grant(t testing.TB, c *cloud.Cloud, scope, role, principal string) {
 	t.Helper()
 	s := c.Settings()
 	ras, err := armauthorization.NewRoleAssignmentsClient(s.SubscriptionID, cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c))

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { devenvtest.Main(m) }
 var crdOnce sync.Once
 
 // kube returns an admin client of the shared control plane with the CRDs installed.
-func kube(t *testing.T) client.Client {
+func kube(t testing.TB) client.Client {
 	t.Helper()
 	cp := devenvtest.ControlPlane(t)
 	scheme, err := manager.Scheme()
@@ -47,7 +47,7 @@ func kube(t *testing.T) client.Client {
 	return c
 }
 
-func applyCRDs(t *testing.T, _ client.Client) {
+func applyCRDs(t testing.TB, _ client.Client) {
 	if err := manager.InstallCRDs(t.Context(), devenvtest.ControlPlane(t).RESTConfig); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func samples(t *testing.T) []*unstructured.Unstructured {
 }
 
 // namespace creates a fresh namespace, with the cluster-oidc ConfigMap the samples read.
-func namespace(t *testing.T, c client.Client) string {
+func namespace(t testing.TB, c client.Client) string {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 50 {
@@ -127,7 +127,7 @@ func startManagerWith(t *testing.T, cfg azure.Config, syncPeriod, pollInterval t
 }
 
 // startManagerOpts runs the manager with opts, its API server, logger and listeners set here.
-func startManagerOpts(t *testing.T, opts manager.Options) (stop func()) {
+func startManagerOpts(t testing.TB, opts manager.Options) (stop func()) {
 	t.Helper()
 	cfg, namespaces := opts.Azure, opts.TargetNamespaces
 	ctx, cancel := context.WithCancel(context.Background())
@@ -163,7 +163,7 @@ func startManagerOpts(t *testing.T, opts manager.Options) (stop func()) {
 // deleteAll deletes every object of the manager's kinds in the namespaces and waits until they
 // are gone, so that no object with a finalizer outlives its test's manager (a CRD deletion in a
 // later test would wait for it).
-func deleteAll(t *testing.T, namespaces []string) {
+func deleteAll(t testing.TB, namespaces []string) {
 	c := kube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -201,7 +201,7 @@ func tail(s string, n int) string {
 }
 
 // eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	last := ""
@@ -219,7 +219,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 }
 
 // get reads an object of u's kind.
-func get(t *testing.T, c client.Client, ns, name string, like *unstructured.Unstructured) *unstructured.Unstructured {
+func get(t testing.TB, c client.Client, ns, name string, like *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(like.GroupVersionKind())
@@ -243,7 +243,7 @@ func ready(u *unstructured.Unstructured) (status, severity, reason, message stri
 }
 
 // waitReady waits for Ready=True on the object.
-func waitReady(t *testing.T, c client.Client, u *unstructured.Unstructured, timeout time.Duration) *unstructured.Unstructured {
+func waitReady(t testing.TB, c client.Client, u *unstructured.Unstructured, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
 	var got *unstructured.Unstructured
 	eventually(t, timeout, u.GetKind()+" "+u.GetName()+" Ready", func() (bool, string) {
@@ -259,7 +259,7 @@ func waitReady(t *testing.T, c client.Client, u *unstructured.Unstructured, time
 }
 
 // create creates the objects in ns.
-func create(t *testing.T, c client.Client, ns string, objs ...*unstructured.Unstructured) {
+func create(t testing.TB, c client.Client, ns string, objs ...*unstructured.Unstructured) {
 	t.Helper()
 	for _, u := range objs {
 		u.SetNamespace(ns)
@@ -270,7 +270,7 @@ func create(t *testing.T, c client.Client, ns string, objs ...*unstructured.Unst
 }
 
 // waitGone waits for the object to disappear from Kubernetes.
-func waitGone(t *testing.T, c client.Client, u *unstructured.Unstructured, timeout time.Duration) {
+func waitGone(t testing.TB, c client.Client, u *unstructured.Unstructured, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, u.GetKind()+" "+u.GetName()+" gone", func() (bool, string) {
 		got := &unstructured.Unstructured{}
@@ -293,7 +293,7 @@ func devenvIssuer(t *testing.T) string { return devenvtest.ControlPlane(t).Issue
 
 // grantAll gives the test's namespace every identity and ARM scope: tests not about grants run
 // as a cluster admin's trusted tenant (security_test.go is about grants).
-func grantAll(t *testing.T, c client.Client, ns string) {
+func grantAll(t testing.TB, c client.Client, ns string) {
 	t.Helper()
 	g := &ceruleanv1alpha1.NamespaceGrant{ObjectMeta: metav1.ObjectMeta{Name: "test-" + ns},
 		Spec: ceruleanv1alpha1.NamespaceGrantSpec{Namespaces: []string{ns}, Identities: []string{"*"}, Scopes: []string{"/subscriptions/*"}}}

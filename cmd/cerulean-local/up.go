@@ -30,7 +30,10 @@ example chart to every cluster: source DIR/env, then cerulean rollout -f DIR/rol
 
 With --no-manager, up runs none of Cerulean's in-cluster components (manager, CRDs and webhook
 configurations, node agent, CSI provider): install the Helm chart instead, as on AKS
-(docs/install.md).`,
+(docs/install.md).
+
+With --kms, kube-apiserver encrypts Secrets with the key etcd of the local Key Vault
+cerulean-kms through cerulean's KMS v2 plugin (docs/control-plane-identities.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if node && noNode {
@@ -44,6 +47,7 @@ configurations, node agent, CSI provider): install the Helm chart instead, as on
 	cmd.Flags().BoolVar(&node, "node", false, "run the local node (the default as root; needs root)")
 	cmd.Flags().BoolVar(&noNode, "no-node", false, "run without the local node (no pods run)")
 	cmd.Flags().BoolVar(&opts.NoManager, "no-manager", false, "run without the in-process manager, node agent and CSI provider, to install the Helm chart instead")
+	cmd.Flags().BoolVar(&opts.KMS, "kms", false, "encrypt Secrets in etcd with a key of the local Key Vault (cerulean kms-plugin, as a hosted control plane's kms component)")
 	cmd.Flags().DurationVar(&opts.NodeWait, "node-wait", 0, "how long to wait for another cerulean's node on this machine to stop (0: fail at once)")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", ".cerulean", "directory for all state; running again on it resumes")
 	cmd.Flags().StringVar(&opts.CloudAddr, "cloud-addr", "127.0.0.1:8443", "address of the local cloud (port 0: a free port on every start)")

@@ -160,6 +160,21 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	return cp, nil
 }
 
+// EnsureCA makes the data directory's certificates when missing (as Start does) and returns the
+// CA that signs the control plane's serving certificates: what a client that must trust the
+// cluster before it runs (the local cloud fetching its issuer's keys) is given.
+func EnsureCA(dataDir string) ([]byte, error) {
+	pki := pkiFiles{dir: filepath.Join(dataDir, "pki")}
+	if err := pki.ensure(time.Now()); err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(pki.caCert())
+	if err != nil {
+		return nil, fmt.Errorf("read CA: %w", err)
+	}
+	return ca, nil
+}
+
 // Stop stops the components in reverse order, each with a grace period, and releases the data
 // directory. It is safe to call more than once.
 func (cp *ControlPlane) Stop() {

@@ -3,10 +3,6 @@ package kmsplugin_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +17,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/authz"
 	"github.com/cerulean/cerulean/internal/cloud/cloudtest"
 	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/kmsplugin"
 )
 
@@ -57,7 +54,7 @@ func TestKubeAPIServerEncryptsSecretsWithTheKey(t *testing.T) {
 	}
 	stored := func(name, value, kid string) {
 		t.Helper()
-		raw := etcdGet(t, cp.EtcdURL, "/registry/secrets/default/"+name)
+		raw := devenvtest.EtcdValue(t, cp.EtcdURL, "/registry/secrets/default/"+name)
 		if !bytes.HasPrefix(raw, []byte("k8s:enc:kms:v2:keyvault:")) || bytes.Contains(raw, []byte(value)) {
 			t.Fatalf("secret %s in etcd is not KMS ciphertext: %.60q", name, raw)
 		}
@@ -83,26 +80,6 @@ func TestKubeAPIServerEncryptsSecretsWithTheKey(t *testing.T) {
 	stored("after", "plain-after-rotation", second)
 	read("after", "plain-after-rotation")
 	read("before", "plain-before-rotation")
-}
-
-// etcdGet reads a key straight from etcd (its JSON gateway), bypassing the API server.
-func etcdGet(t *testing.T, etcd, key string) []byte {
-	t.Helper()
-	body := fmt.Sprintf(`{"key":%q}`, base64.StdEncoding.EncodeToString([]byte(key)))
-	res, err := http.Post(etcd+"/v3/kv/range", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var out struct {
-		Kvs []struct {
-			Value []byte `json:"value"`
-		} `json:"kvs"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Kvs) != 1 {
-		t.Fatalf("etcd %s: %v, %d values", key, err, len(out.Kvs))
-	}
-	return out.Kvs[0].Value
 }
 
 // The plugin's identity without a crypto role on the key: kube-apiserver never becomes ready,

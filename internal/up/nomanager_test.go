@@ -22,40 +22,9 @@ import (
 // AKS; the ConfigMaps the chart's values and the samples read are still written.
 func TestUpWithoutManager(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	out := &syncWriter{b: &strings.Builder{}}
-	go func() {
-		done <- up.Run(ctx, up.Options{DataDir: dir, CloudAddr: "127.0.0.1:0", Clusters: 1, NoManager: true, Out: out})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("up: %v", err)
-		}
-	}()
+	cs, out := startUp(t, up.Options{DataDir: dir, CloudAddr: "127.0.0.1:0", Clusters: 1, NoManager: true})
+	ctx := t.Context()
 	envFile := filepath.Join(dir, up.EnvFileName)
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			done <- err
-			return false, err
-		default:
-		}
-		_, err := os.Stat(envFile)
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("up never became ready: %v\n%s", err, out)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +61,46 @@ func TestUpWithoutManager(t *testing.T) {
 	if strings.Contains(string(env), "CERULEAN_CSI_PROVIDER_SOCKET") {
 		t.Errorf("DIR/env names a CSI provider socket, but none runs: %s", env)
 	}
+}
+
+// startUp runs up with opts until it is ready (DIR/env written) and returns a client of its
+// cluster and its progress; up stops when the test ends, and must stop cleanly.
+func startUp(t *testing.T, opts up.Options) (kubernetes.Interface, *syncWriter) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	out := &syncWriter{b: &strings.Builder{}}
+	opts.Out = out
+	go func() { done <- up.Run(ctx, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("up: %v", err)
+		}
+	})
+	envFile := filepath.Join(opts.DataDir, up.EnvFileName)
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			done <- err
+			return false, err
+		default:
+		}
+		_, err := os.Stat(envFile)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("up never became ready: %v\n%s", err, out)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(opts.DataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, out
 }
 
 // syncWriter keeps up's progress for a failure's message, written from up's goroutine.

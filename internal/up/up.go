@@ -49,6 +49,9 @@ type Options struct {
 	// Helm chart installs them as it does on AKS: the chart's objects have the fixed names
 	// up's would take. The Secrets Store CSI Driver still runs on the node, as AKS's add-on.
 	NoManager bool
+	// KMS has kube-apiserver encrypt Secrets with a key of the local cloud's Key Vault through
+	// cerulean's KMS plugin (KMSVault/KMSKey), as a hosted control plane's kms component does.
+	KMS bool
 }
 
 // EnvFileName is written last, once everything is ready: its presence means "ready".
@@ -82,23 +85,14 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
-	cp, err := devenv.Start(ctx, devenv.Options{DataDir: dataDir, BinDir: opts.BinDir, Progress: opts.Out})
+	// The cloud starts first: with --kms, kube-apiserver needs its Key Vault. It trusts the
+	// cluster's CA, made ahead, to fetch the issuer's keys in federated exchanges.
+	clusterCA, err := devenv.EnsureCA(dataDir)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// The env files must not outlive what they describe.
-		_ = os.Remove(envPath)
-		_ = os.Remove(proxyEnvPath)
-		_ = os.Remove(podEnvPath)
-		_ = os.Remove(rolloutPath)
-		_ = os.RemoveAll(filepath.Join(dataDir, RolloutChartDir))
-		fmt.Fprintln(opts.Out, "stopping…")
-		cp.Stop()
-	}()
-
 	var extras []*extraCluster
-	trust := [][]byte{cp.CACertPEM} // federated exchange fetches the cluster issuer's keys
+	trust := [][]byte{clusterCA}
 	if opts.Clusters > 1 {
 		if extras, err = startExtraClusters(ctx, opts.Out, dataDir, opts.BinDir, opts.Clusters); err != nil {
 			return err
@@ -110,6 +104,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	fmt.Fprintln(opts.Out, "starting the local cloud…")
+	if err := os.MkdirAll(filepath.Join(dataDir, "logs"), 0o750); err != nil {
+		return fmt.Errorf("data directory %s is unusable: %w", dataDir, err)
+	}
 	cloudLog, err := os.OpenFile(filepath.Join(dataDir, "logs", "cloud.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the local cloud's log: %w", err)
@@ -130,6 +127,32 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("start the local cloud: %w", err)
 	}
 	defer az.Close()
+
+	encryption := ""
+	if opts.KMS {
+		fmt.Fprintf(opts.Out, "starting the KMS plugin (Secrets encrypted with Key Vault key %s/%s)…\n", KMSVault, KMSKey)
+		kmsCtx, stopKMS := context.WithCancel(ctx)
+		var kmsDone <-chan error
+		if encryption, kmsDone, err = startKMS(kmsCtx, az, dataDir); err != nil {
+			stopKMS()
+			return err
+		}
+		defer func() { stopKMS(); <-kmsDone }() // after kube-apiserver stops
+	}
+	cp, err := devenv.Start(ctx, devenv.Options{DataDir: dataDir, BinDir: opts.BinDir, Progress: opts.Out, EncryptionConfig: encryption})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The env files must not outlive what they describe.
+		_ = os.Remove(envPath)
+		_ = os.Remove(proxyEnvPath)
+		_ = os.Remove(podEnvPath)
+		_ = os.Remove(rolloutPath)
+		_ = os.RemoveAll(filepath.Join(dataDir, RolloutChartDir))
+		fmt.Fprintln(opts.Out, "stopping…")
+		cp.Stop()
+	}()
 
 	clusterID, issuer, err := registerCluster(ctx, az, clusterName, cp.IssuerURL)
 	if err != nil {

@@ -5,7 +5,10 @@ package devenvtest
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,4 +149,25 @@ func Node(t testing.TB) *devenv.Node {
 		t.Fatal("devenvtest: no node; call devenvtest.Main(m, devenvtest.WithNode()) from TestMain")
 	}
 	return sharedNode
+}
+
+// EtcdValue reads a key straight from etcd at etcdURL (its JSON gateway), bypassing
+// kube-apiserver: what a Secret looks like at rest.
+func EtcdValue(t testing.TB, etcdURL, key string) []byte {
+	t.Helper()
+	body := fmt.Sprintf(`{"key":%q}`, base64.StdEncoding.EncodeToString([]byte(key)))
+	res, err := http.Post(etcdURL+"/v3/kv/range", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Kvs []struct {
+			Value []byte `json:"value"`
+		} `json:"kvs"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || len(out.Kvs) != 1 {
+		t.Fatalf("etcd %s: %v, %d values", key, err, len(out.Kvs))
+	}
+	return out.Kvs[0].Value
 }

@@ -28,7 +28,7 @@ func TestKubeAPIServerEncryptsSecretsWithTheKey(t *testing.T) {
 	vk := newVaultKey(t)
 	first := vk.newVersion(t)
 	app, cred := cloudtest.NewPrincipal(t, vk.c, "kms-apiserver")
-	grant(t, vk.c, vk.keyID, authz.KeyVaultCryptoServiceEncryptionUser, app.ObjectID)
+	cloudtest.AssignRole(t, vk.c, vk.keyID, authz.KeyVaultCryptoServiceEncryptionUser, app.ObjectID)
 	dir, _, config := encryptionSetup(t, vk, cred)
 	start := func() (*devenv.ControlPlane, kubernetes.Interface) {
 		t.Helper()
@@ -113,17 +113,7 @@ func encryptionSetup(t testing.TB, vk vaultKey, cred azcore.TokenCredential) (di
 	go func() { served <- kmsplugin.Serve(ctx, p, socket) }()
 	t.Cleanup(func() { stop(); <-served })
 	config = filepath.Join(dir, "encryption.yaml")
-	if err := os.WriteFile(config, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-- resources: [secrets]
-  providers:
-  - kms:
-      apiVersion: v2
-      name: keyvault
-      endpoint: unix://`+socket+`
-      timeout: 10s
-`), 0o600); err != nil {
+	if err := os.WriteFile(config, kmsplugin.EncryptionConfig(socket), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir, socket, config

@@ -20,7 +20,7 @@ import (
 func BenchmarkSecretWrite(b *testing.B) {
 	vk := newVaultKey(b)
 	app, cred := cloudtest.NewPrincipal(b, vk.c, "kms-bench")
-	grant(b, vk.c, vk.keyID, authz.KeyVaultCryptoServiceEncryptionUser, app.ObjectID)
+	cloudtest.AssignRole(b, vk.c, vk.keyID, authz.KeyVaultCryptoServiceEncryptionUser, app.ObjectID)
 	dir, _, config := encryptionSetup(b, vk, cred)
 	for _, mode := range []struct{ name, config string }{{"without-kms", ""}, {"with-kms", config}} {
 		b.Run(mode.name, func(b *testing.B) {

@@ -124,3 +124,25 @@ func Serve(ctx context.Context, p *Plugin, socket string) error {
 		}
 	}
 }
+
+// ProviderName is the plugin's name in kube-apiserver's EncryptionConfiguration: what it
+// writes to etcd starts with k8s:enc:kms:v2:ProviderName:.
+const ProviderName = "keyvault"
+
+// EncryptionConfig is a kube-apiserver EncryptionConfiguration that encrypts Secrets with the
+// plugin on socket. Its second provider, identity, reads Secrets written before encryption was
+// on; every write goes to the plugin, so nothing new is stored in the clear.
+func EncryptionConfig(socket string) []byte {
+	return []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [secrets]
+  providers:
+  - kms:
+      apiVersion: v2
+      name: ` + ProviderName + `
+      endpoint: unix://` + socket + `
+      timeout: 10s
+  - identity: {}
+`)
+}

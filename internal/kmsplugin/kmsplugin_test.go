@@ -11,9 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azkeys"
-	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	kmsapi "k8s.io/kms/apis/v2"
@@ -38,7 +36,7 @@ func newVaultKey(t testing.TB) vaultKey {
 	owner, opts := cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c)
 	cloudtest.CreateGroup(t, c, owner, opts, "local", "kms-rg")
 	v := cloudtest.CreateRBACVault(t, c, owner, opts, "local", "kms-rg", "kmsvault")
-	grant(t, c, *v.ID, authz.KeyVaultCryptoOfficer, c.Settings().ObjectID)
+	cloudtest.AssignRole(t, c, *v.ID, authz.KeyVaultCryptoOfficer, c.Settings().ObjectID)
 	keys, err := azkeys.NewClient(*v.Properties.VaultURI, owner, clientOptions(c))
 	if err != nil {
 		t.Fatal(err)
@@ -60,21 +58,6 @@ func (vk vaultKey) newVersion(t testing.TB) string {
 
 func clientOptions(c *cloud.Cloud) *azkeys.ClientOptions {
 	return &azkeys.ClientOptions{ClientOptions: cloudtest.NoRetry(c), DisableChallengeResourceVerification: true}
-}
-
-func grant(t testing.TB, c *cloud.Cloud, scope, role, principal string) {
-	t.Helper()
-	s := c.Settings()
-	ras, err := armauthorization.NewRoleAssignmentsClient(s.SubscriptionID, cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ras.Create(t.Context(), scope, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{Properties: &armauthorization.RoleAssignmentProperties{
-		RoleDefinitionID: to.Ptr("/subscriptions/" + s.SubscriptionID + "/providers/Microsoft.Authorization/roleDefinitions/" + role),
-		PrincipalID:      to.Ptr(principal), PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
-	}}, nil); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // serve runs the plugin with cred on a socket and returns a client speaking the KMS v2 API, as
@@ -120,7 +103,7 @@ func TestWrapUnwrapAcrossRotation(t *testing.T) {
 	vk := newVaultKey(t)
 	first := strings.TrimSuffix(vk.newVersion(t), "/") // the version the plugin starts with
 	app, cred := cloudtest.NewPrincipal(t, vk.c, "kms-plugin")
-	grant(t, vk.c, vk.keyID, authz.KeyVaultCryptoServiceEncryptionUser, app.ObjectID)
+	cloudtest.AssignRole(t, vk.c, vk.keyID, authz.KeyVaultCryptoServiceEncryptionUser, app.ObjectID)
 	kms := serve(t, vk, cred)
 
 	st := status(t, kms)

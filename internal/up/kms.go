@@ -63,18 +63,7 @@ func startKMS(ctx context.Context, az *cloud.Cloud, dataDir string) (string, <-c
 	done := make(chan error, 1)
 	go func() { done <- kmsplugin.Serve(ctx, p, socket) }()
 	config := filepath.Join(dataDir, KMSConfigFileName)
-	if err := os.WriteFile(config, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-- resources: [secrets]
-  providers:
-  - kms:
-      apiVersion: v2
-      name: keyvault
-      endpoint: unix://`+socket+`
-      timeout: 10s
-  - identity: {} # Secrets written before --kms stay readable
-`), 0o600); err != nil {
+	if err := os.WriteFile(config, kmsplugin.EncryptionConfig(socket), 0o600); err != nil {
 		return "", nil, fmt.Errorf("KMS: write %s: %w", config, err)
 	}
 	return config, done, nil

@@ -21,8 +21,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/keyvault/armkeyvault"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/resources/armresources/v4"
+	"github.com/google/uuid"
 
 	"github.com/cerulean/cerulean/internal/cloud"
 	cloudarm "github.com/cerulean/cerulean/internal/cloud/arm"
@@ -234,5 +236,22 @@ func RespErr(t testing.TB, err error, status int, code string) {
 	}
 	if re.StatusCode != status || (code != "" && re.ErrorCode != code) {
 		t.Fatalf("got HTTP %d %s, want %d %s: %v", re.StatusCode, re.ErrorCode, status, code, err)
+	}
+}
+
+// AssignRole gives principal (an object id) the built-in role (its GUID, authz's constants) at
+// scope, through ARM as the bootstrap principal.
+func AssignRole(t testing.TB, c *cloud.Cloud, scope, role, principal string) {
+	t.Helper()
+	s := c.Settings()
+	ras, err := armauthorization.NewRoleAssignmentsClient(s.SubscriptionID, OwnerCred(t, c), ARMOptions(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ras.Create(t.Context(), scope, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{Properties: &armauthorization.RoleAssignmentProperties{
+		RoleDefinitionID: to.Ptr("/subscriptions/" + s.SubscriptionID + "/providers/Microsoft.Authorization/roleDefinitions/" + role),
+		PrincipalID:      to.Ptr(principal), PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
+	}}, nil); err != nil {
+		t.Fatalf("assign role %s at %s: %v", role, scope, err)
 	}
 }

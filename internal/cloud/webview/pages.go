@@ -69,12 +69,7 @@ type Node struct {
 // Tree builds subscription -> resource groups -> resources -> child resources, each with the
 // JSON ARM's GET returns for it.
 func (v *View) Tree(ctx context.Context) (*Node, error) {
-	var all []arm.Resource
-	err := v.o.ARM.Store().View(ctx, func(tx *store.Tx) error {
-		var err error
-		all, err = arm.ListTx(tx, armid.Root, "")
-		return err
-	})
+	all, err := v.allResources(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +115,17 @@ func (v *View) Tree(ctx context.Context) (*Node, error) {
 	}
 	sortTree(root)
 	return root, nil
+}
+
+// allResources is every resource ARM holds.
+func (v *View) allResources(ctx context.Context) ([]arm.Resource, error) {
+	var all []arm.Resource
+	err := v.o.ARM.Store().View(ctx, func(tx *store.Tx) error {
+		var err error
+		all, err = arm.ListTx(tx, armid.Root, "")
+		return err
+	})
+	return all, err
 }
 
 // state is what the resource's data plane holds, or a line saying why it cannot be read.
@@ -193,12 +199,7 @@ var computeTypes = []string{"Microsoft.Compute/virtualMachines", "Microsoft.Comp
 // carriers maps each user-assigned identity (lower-case id) to the VMs and scale sets whose
 // identity block names it, as ARM's GET shows them.
 func (v *View) carriers(ctx context.Context) (map[string][]string, error) {
-	var all []arm.Resource
-	err := v.o.ARM.Store().View(ctx, func(tx *store.Tx) error {
-		var err error
-		all, err = arm.ListTx(tx, armid.Root, "")
-		return err
-	})
+	all, err := v.allResources(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -13,12 +13,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/postgresql/armpostgresqlflexibleservers/v5"
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cerulean/cerulean/internal/cloud"
@@ -40,7 +38,7 @@ func TestTreeShowsDataPlaneStateNeverValues(t *testing.T) {
 
 	// A vault with two versions of one secret and a deleted one.
 	vault := cloudtest.CreateRBACVault(t, c, owner, opts, "local", "data-rg", "dataview")
-	assignRole(t, c, *vault.ID, authz.KeyVaultSecretsOfficer, s.ObjectID)
+	cloudtest.AssignRole(t, c, *vault.ID, authz.KeyVaultSecretsOfficer, s.ObjectID)
 	sc, err := azsecrets.NewClient(*vault.Properties.VaultURI, owner, &azsecrets.ClientOptions{ClientOptions: cloudtest.NoRetry(c), DisableChallengeResourceVerification: true})
 	if err != nil {
 		t.Fatal(err)
@@ -191,22 +189,6 @@ func sqlExec(t *testing.T, c *cloud.Cloud, fqdn, user, password, stmt string) {
 	}
 	defer conn.Close(t.Context())
 	if _, err := conn.Exec(t.Context(), stmt); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// assignRole gives principal the role at scope, through ARM.
-func assignRole(t *testing.T, c *cloud.Cloud, scope, role, principal string) {
-	t.Helper()
-	s := c.Settings()
-	ras, err := armauthorization.NewRoleAssignmentsClient(s.SubscriptionID, cloudtest.OwnerCred(t, c), cloudtest.ARMOptions(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ras.Create(t.Context(), scope, uuid.NewString(), armauthorization.RoleAssignmentCreateParameters{Properties: &armauthorization.RoleAssignmentProperties{
-		RoleDefinitionID: to.Ptr("/subscriptions/" + s.SubscriptionID + "/providers/Microsoft.Authorization/roleDefinitions/" + role),
-		PrincipalID:      to.Ptr(principal), PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
-	}}, nil); err != nil {
 		t.Fatal(err)
 	}
 }

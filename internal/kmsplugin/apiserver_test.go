@@ -111,7 +111,12 @@ func encryptionSetup(t testing.TB, vk vaultKey, cred azcore.TokenCredential) (di
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- kmsplugin.Serve(ctx, p, socket) }()
-	t.Cleanup(func() { stop(); <-served })
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
 	config = filepath.Join(dir, "encryption.yaml")
 	if err := os.WriteFile(config, kmsplugin.EncryptionConfig(socket), 0o600); err != nil {
 		t.Fatal(err)

@@ -117,8 +117,8 @@ func Serve(ctx context.Context, p *Plugin, socket string) error {
 		for {
 			s.Shutdown()
 			select {
-			case <-done:
-				return nil
+			case err := <-done:
+				return err // nil after a shutdown
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

@@ -137,7 +137,12 @@ func Run(ctx context.Context, opts Options) error {
 			stopKMS()
 			return err
 		}
-		defer func() { stopKMS(); <-kmsDone }() // after kube-apiserver stops
+		defer func() { // after kube-apiserver stops
+			stopKMS()
+			if err := <-kmsDone; err != nil {
+				fmt.Fprintln(opts.Out, err)
+			}
+		}()
 	}
 	cp, err := devenv.Start(ctx, devenv.Options{DataDir: dataDir, BinDir: opts.BinDir, Progress: opts.Out, EncryptionConfig: encryption})
 	if err != nil {

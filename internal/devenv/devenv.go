@@ -243,11 +243,14 @@ func waitFor(ctx context.Context, timeout time.Duration, name, logs string, chil
 				return fmt.Errorf("wait for %s: %w", name, err)
 			}
 		}
+		start := time.Now()
 		err := ready(ctx)
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() == nil || last == nil { // a check the deadline cut short says nothing new
+		// A check the deadline cut short (or a client's rate limiter refused, seeing the
+		// deadline near) says nothing new: the last one that ran in full says why.
+		if deadline, _ := ctx.Deadline(); last == nil || deadline.Sub(start) > 2*time.Second {
 			last = err
 		}
 		select {

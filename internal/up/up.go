@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cerulean/cerulean/internal/cloud"
+	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/fsutil"
 	"github.com/cerulean/cerulean/internal/nodeagent"
@@ -120,6 +121,9 @@ func Run(ctx context.Context, opts Options) error {
 		Logger:    slog.New(slog.NewJSONHandler(cloudLog, nil)),
 		EngineNet: engineNet(opts.Node),
 	})
+	if errors.Is(err, store.ErrLocked) {
+		return fmt.Errorf("data directory %s is in use by another cerulean process (its local cloud's state is locked): %w", dataDir, err)
+	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("start the local cloud: %w (stop whatever holds it, or pass --cloud-addr or --proxy-addr)", err)
 	}

@@ -160,7 +160,7 @@ func TestProxyInitImage(t *testing.T) {
 		t.Fatalf("build: %v %v", archives, err)
 	}
 	root := t.TempDir()
-	if err := untar(archives[0], root); err != nil {
+	if err := images.Untar(archives[0], root); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := layout.ImageIndexFromPath(root)
@@ -241,39 +241,4 @@ func multiarch(t *testing.T) string {
 	}
 	t.Fatalf("no Debian multiarch directory known for %s: the proxy-init image cannot be checked", runtime.GOARCH)
 	return ""
-}
-
-func untar(archive, dir string) error {
-	f, err := os.Open(archive)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if h.Typeflag == tar.TypeDir {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-	}
 }

@@ -36,7 +36,7 @@ func TestBuildProduct(t *testing.T) {
 
 	// The archive names the image with the version as its tag.
 	root := t.TempDir()
-	if err := untar(opts.Out, root); err != nil {
+	if err := images.Untar(opts.Out, root); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := layout.ImageIndexFromPath(root)

@@ -113,16 +113,9 @@ func Build(ctx context.Context, opts Options) ([]string, error) {
 	if opts.OutDir == "" {
 		return nil, errors.New("build images: no output directory given")
 	}
-	progress := opts.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	modDir := opts.ModuleDir
-	if modDir == "" {
-		var err error
-		if modDir, err = moduleRoot(); err != nil {
-			return nil, err
-		}
+	progress, modDir, err := defaults(opts.Progress, opts.ModuleDir)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(opts.OutDir, 0o750); err != nil {
 		return nil, fmt.Errorf("build images: %w", err)
@@ -374,6 +367,21 @@ func tarDir(dir, dst string) (err error) {
 }
 
 // moduleRoot finds the enclosing directory with this module's go.mod.
+// defaults fills in a build's progress writer (none: discard) and module directory (none:
+// this module's root).
+func defaults(progress io.Writer, modDir string) (io.Writer, string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	if modDir == "" {
+		var err error
+		if modDir, err = moduleRoot(); err != nil {
+			return nil, "", err
+		}
+	}
+	return progress, modDir, nil
+}
+
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

@@ -49,16 +49,9 @@ func BuildProduct(ctx context.Context, opts ProductOptions) (v1.Image, error) {
 	if opts.Out == "" || opts.Version == "" {
 		return nil, errors.New("build the product image: an output file and a version are needed")
 	}
-	progress := opts.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	modDir := opts.ModuleDir
-	if modDir == "" {
-		var err error
-		if modDir, err = moduleRoot(); err != nil {
-			return nil, err
-		}
+	progress, modDir, err := defaults(opts.Progress, opts.ModuleDir)
+	if err != nil {
+		return nil, err
 	}
 	dir := filepath.Dir(opts.Out)
 	if err := os.MkdirAll(dir, 0o750); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/cerulean/cerulean/internal/images"
@@ -179,36 +180,7 @@ func TestProxyInitImage(t *testing.T) {
 	if err != nil || cfg.Config.Entrypoint[0] != "/bin/init-iptables.sh" {
 		t.Fatalf("config %+v %v", cfg, err)
 	}
-	files := map[string][]byte{}
-	links := map[string]string{}
-	layers, err := li.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeSymlink {
-			links["/"+h.Name] = h.Linkname
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files["/"+h.Name] = b
-	}
+	files, links := layerFiles(t, li)
 	if !strings.Contains(string(files["/bin/init-iptables.sh"]), "AZWI_PROXY_REDIRECT") || links["/usr/sbin/iptables"] != "xtables-nft-multi" {
 		t.Errorf("script %q, iptables link %q", files["/bin/init-iptables.sh"], links["/usr/sbin/iptables"])
 	}
@@ -241,4 +213,38 @@ func multiarch(t *testing.T) string {
 	}
 	t.Fatalf("no Debian multiarch directory known for %s: the proxy-init image cannot be checked", runtime.GOARCH)
 	return ""
+}
+
+// layerFiles reads an image's only layer: its regular files' contents and its symlinks' targets,
+// by absolute path.
+func layerFiles(t *testing.T, img v1.Image) (files map[string][]byte, links map[string]string) {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	files, links = map[string][]byte{}, map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, links
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			links["/"+h.Name] = h.Linkname
+		case tar.TypeReg:
+			if files["/"+h.Name], err = io.ReadAll(tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

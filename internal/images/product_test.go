@@ -1,13 +1,12 @@
 package images_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"debug/elf"
-	"errors"
-	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -57,35 +56,10 @@ func TestBuildProduct(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, cfg.Config.Labels[k], v)
 		}
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var files []string
-	var bin []byte
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			files = append(files, h.Name)
-			if bin, err = io.ReadAll(tr); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if len(files) != 1 || files[0] != "usr/local/bin/cerulean" {
-		t.Fatalf("files in the image: %v, want the binary alone", files)
+	files, _ := layerFiles(t, img)
+	bin := files["/usr/local/bin/cerulean"]
+	if len(files) != 1 || bin == nil {
+		t.Fatalf("files in the image: %v, want the binary alone", slices.Collect(maps.Keys(files)))
 	}
 	f, err := elf.NewFile(bytes.NewReader(bin))
 	if err != nil {

@@ -79,10 +79,13 @@ func run(ctx context.Context, out, only string) error {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "running %s…\n", s.title)
+		loadBefore := loadAverage()
 		rows, err := s.run(ctx, benchEnv{binDir: binDir, scratch: scratch})
 		if err != nil {
 			return fmt.Errorf("run %s: %w", s.title, err)
 		}
+		rows = append(rows, row{benchmark: "machine load (1-minute average) at the section's start, at its end",
+			result: loadBefore + ", " + loadAverage()})
 		fmt.Fprintf(&doc, "\n## %s\n\n| benchmark | result | vs baseline |\n|---|---|---|\n", s.title)
 		for _, r := range rows {
 			fmt.Fprintf(&doc, "| %s | %s | %s |\n", r.benchmark, r.result, r.vsBaseline)
@@ -147,6 +150,17 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// loadAverage is the machine's 1-minute load average, so that each section's figures say how
+// busy the machine was: absolute numbers on a shared 2-core machine vary several times over.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	first, _, _ := strings.Cut(string(b), " ")
+	return first
 }
 
 // versions names the binaries the numbers were measured with.

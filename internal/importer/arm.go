@@ -26,8 +26,9 @@ type armReader interface {
 	list(ctx context.Context, path, apiVersion, filter string) ([]map[string]any, error)
 	// groupResources lists the ids and types of a resource group's top-level resources.
 	groupResources(ctx context.Context, subscription, group string) ([]listed, error)
-	// latestVersion is a type's newest stable api-version, from its provider.
-	latestVersion(ctx context.Context, subscription, armType string) (string, error)
+	// resourceTypes are a provider's registered types (without the namespace, as ARM lists them:
+	// "namespaces", "namespaces/queues") and each one's api-versions.
+	resourceTypes(ctx context.Context, subscription, namespace string) (map[string][]string, error)
 }
 
 // listed is one entry of a resource group's resource list.
@@ -45,6 +46,7 @@ type sdkReader struct {
 	mu        sync.Mutex
 	clients   map[string]*armresources.Client
 	providers map[string]*armresources.ProvidersClient
+	types     map[string]map[string][]string // by subscription/namespace, lower case: read once
 }
 
 func newSDKReader(cred azcore.TokenCredential, opts *arm.ClientOptions) (*sdkReader, error) {
@@ -53,7 +55,8 @@ func newSDKReader(cred azcore.TokenCredential, opts *arm.ClientOptions) (*sdkRea
 		return nil, fmt.Errorf("create ARM client: %w", err)
 	}
 	return &sdkReader{cred: cred, opts: opts, pl: c.Pipeline(), base: strings.TrimSuffix(c.Endpoint(), "/"),
-		clients: map[string]*armresources.Client{}, providers: map[string]*armresources.ProvidersClient{}}, nil
+		clients: map[string]*armresources.Client{}, providers: map[string]*armresources.ProvidersClient{},
+		types: map[string]map[string][]string{}}, nil
 }
 
 func (r *sdkReader) client(subscription string) (*armresources.Client, error) {
@@ -142,25 +145,30 @@ func (r *sdkReader) groupResources(ctx context.Context, subscription, group stri
 	return out, nil
 }
 
-func (r *sdkReader) latestVersion(ctx context.Context, subscription, armType string) (string, error) {
-	ns, typ, _ := strings.Cut(armType, "/")
+func (r *sdkReader) resourceTypes(ctx context.Context, subscription, namespace string) (map[string][]string, error) {
+	key := strings.ToLower(subscription + "/" + namespace)
 	r.mu.Lock()
+	if types, ok := r.types[key]; ok {
+		r.mu.Unlock()
+		return types, nil
+	}
 	c, ok := r.providers[subscription]
 	if !ok {
 		var err error
 		if c, err = armresources.NewProvidersClient(subscription, r.cred, r.opts); err != nil {
 			r.mu.Unlock()
-			return "", fmt.Errorf("create ARM client: %w", err)
+			return nil, fmt.Errorf("create ARM client: %w", err)
 		}
 		r.providers[subscription] = c
 	}
 	r.mu.Unlock()
-	p, err := c.Get(ctx, ns, nil)
+	p, err := c.Get(ctx, namespace, nil)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	types := map[string][]string{}
 	for _, rt := range p.ResourceTypes {
-		if rt == nil || rt.ResourceType == nil || !strings.EqualFold(*rt.ResourceType, typ) {
+		if rt == nil || rt.ResourceType == nil {
 			continue
 		}
 		var versions []string
@@ -169,11 +177,12 @@ func (r *sdkReader) latestVersion(ctx context.Context, subscription, armType str
 				versions = append(versions, *v)
 			}
 		}
-		if v := newestStable(versions); v != "" {
-			return v, nil
-		}
+		types[*rt.ResourceType] = versions
 	}
-	return "", fmt.Errorf("%w: provider %s lists no stable api-version of %s", errNoVersion, ns, armType)
+	r.mu.Lock()
+	r.types[key] = types
+	r.mu.Unlock()
+	return types, nil
 }
 
 // newestStable is the greatest api-version without a suffix (-preview, -beta).

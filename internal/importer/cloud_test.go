@@ -35,7 +35,9 @@ func cloudEnv(az *cloud.Cloud) func(string) string {
 
 // Through the real SDK against the local cloud: a resource group's resources are listed (a
 // typed identity, a Service Bus namespace of the generic kind with its api-version from its
-// provider), a generic child given by id is owned by its parent's object; only reads are sent.
+// provider), and the namespace's children are found through the provider's child types (its
+// queue, and the rule Azure creates with every namespace), each owned by its parent's object;
+// only reads are sent.
 func TestImportFromCloud(t *testing.T) {
 	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
 	s := az.Settings()
@@ -69,7 +71,7 @@ func TestImportFromCloud(t *testing.T) {
 	log := az.RequestLog()
 	since := log.Last()
 	var out bytes.Buffer
-	if err := RunCLI(t.Context(), CLIOptions{IDs: []string{rgID, nsID + "/queues/new-orders"}, Namespace: "team", ReconcilePolicy: "skip",
+	if err := RunCLI(t.Context(), CLIOptions{IDs: []string{rgID}, Namespace: "team", ReconcilePolicy: "skip",
 		Getenv: cloudEnv(az), Out: &out}); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +98,8 @@ func TestImportFromCloud(t *testing.T) {
 		"UserAssignedIdentity/app-id":         `{"name":"import-rg"} null`,
 		"AzureResource/orders-bus":            `{"group":"resources.azure.com","kind":"ResourceGroup","name":"import-rg"} ` + newest("Microsoft.ServiceBus/namespaces"),
 		"AzureResource/orders-bus-new-orders": `{"group":"cerulean.dev","kind":"AzureResource","name":"orders-bus"} ` + newest("Microsoft.ServiceBus/namespaces/queues"),
+		"AzureResource/orders-bus-rootmanagesharedaccesskey": `{"group":"cerulean.dev","kind":"AzureResource","name":"orders-bus"} ` +
+			newest("Microsoft.ServiceBus/namespaces/authorizationRules"),
 	}
 	for k, v := range want {
 		if got[k] != v {

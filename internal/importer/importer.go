@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -178,20 +179,37 @@ const roleAssignmentType = "Microsoft.Authorization/roleAssignments"
 // version is the api-version of a type without a typed kind: given, or its provider's newest.
 func (w *walker) version(ctx context.Context, id *arm.ResourceID) (string, error) {
 	typ := id.ResourceType.String()
-	for t, v := range w.o.APIVersions {
-		if strings.EqualFold(t, typ) {
-			return v, nil
-		}
-	}
-	v, err := w.r.latestVersion(ctx, id.SubscriptionID, typ)
+	v, err := w.versionOf(ctx, id.SubscriptionID, typ)
 	if err != nil {
 		return "", fmt.Errorf("find an api-version of %s (give one with --api-version %s=VERSION): %w", typ, typ, err)
 	}
 	return v, nil
 }
 
+func (w *walker) versionOf(ctx context.Context, subscription, armType string) (string, error) {
+	for t, v := range w.o.APIVersions {
+		if strings.EqualFold(t, armType) {
+			return v, nil
+		}
+	}
+	ns, typ, _ := strings.Cut(armType, "/")
+	types, err := w.r.resourceTypes(ctx, subscription, ns)
+	if err != nil {
+		return "", err
+	}
+	for t, versions := range types {
+		if strings.EqualFold(t, typ) {
+			if v := newestStable(versions); v != "" {
+				return v, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: provider %s lists no stable api-version of %s", errNoVersion, ns, armType)
+}
+
 // children visits what belongs to res: a resource group's resources; a typed kind's children
-// of the typed child kinds (a vault's secrets are data, not ARM resources, and are not read).
+// of the typed child kinds (a vault's secrets are data, not ARM resources, and are not read); a
+// generic resource's children of its provider's child types.
 func (w *walker) children(ctx context.Context, res *resource, root string) error {
 	if strings.EqualFold(res.armType, "Microsoft.Resources/resourceGroups") {
 		list, err := w.r.groupResources(ctx, res.id.SubscriptionID, res.id.Name)
@@ -210,7 +228,7 @@ func (w *walker) children(ctx context.Context, res *resource, root string) error
 		return nil
 	}
 	if res.kind == nil {
-		return nil
+		return w.genericChildren(ctx, res, root)
 	}
 	for _, ck := range childKinds(res.kind.GVK.GroupKind()) {
 		path := res.id.String() + "/" + ck.ChildSegment
@@ -221,18 +239,65 @@ func (w *walker) children(ctx context.Context, res *resource, root string) error
 			}
 			return readError(root, path, err)
 		}
-		for _, item := range items {
-			if !wanted(ck, item) {
-				continue
-			}
-			s, _ := item["id"].(string)
-			id, err := arm.ParseResourceID(s)
-			if err != nil {
-				return fmt.Errorf("import %s: ARM listed %q, %w: %w", root, s, ErrInvalidID, err)
-			}
-			if err := w.visit(ctx, id, root); err != nil {
-				return err
-			}
+		if err := w.visitListed(ctx, slices.DeleteFunc(items, func(item map[string]any) bool { return !wanted(ck, item) }), root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// genericChildren visits the children of a resource without a typed kind. ARM's group listing
+// has only top-level resources, so they are found through the provider's registration: every
+// type it registers one segment below res's ("namespaces/queues" under "namespaces") is listed
+// at res's id. A type res cannot have (ARM answers 400, 404 or 405) or one with no stable
+// api-version (none given) is passed over.
+func (w *walker) genericChildren(ctx context.Context, res *resource, root string) error {
+	ns, typ, _ := strings.Cut(res.armType, "/")
+	types, err := w.r.resourceTypes(ctx, res.id.SubscriptionID, ns)
+	if err != nil {
+		return readError(root, "/subscriptions/"+res.id.SubscriptionID+"/providers/"+ns, err)
+	}
+	var segments []string
+	for t := range types {
+		if len(t) > len(typ)+1 && strings.EqualFold(t[:len(typ)+1], typ+"/") && !strings.Contains(t[len(typ)+1:], "/") {
+			segments = append(segments, t[len(typ)+1:])
+		}
+	}
+	slices.Sort(segments)
+	for _, seg := range segments {
+		v, err := w.versionOf(ctx, res.id.SubscriptionID, res.armType+"/"+seg)
+		if errors.Is(err, errNoVersion) {
+			continue
+		}
+		if err != nil {
+			return readError(root, res.id.String()+"/"+seg, err)
+		}
+		path := res.id.String() + "/" + seg
+		items, err := w.r.list(ctx, path, v, "")
+		switch statusOf(err) {
+		case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+			continue
+		}
+		if err != nil {
+			return readError(root, path, err)
+		}
+		if err := w.visitListed(ctx, items, root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visitListed visits each resource of a collection ARM listed.
+func (w *walker) visitListed(ctx context.Context, items []map[string]any, root string) error {
+	for _, item := range items {
+		s, _ := item["id"].(string)
+		id, err := arm.ParseResourceID(s)
+		if err != nil {
+			return fmt.Errorf("import %s: ARM listed %q, %w: %w", root, s, ErrInvalidID, err)
+		}
+		if err := w.visit(ctx, id, root); err != nil {
+			return err
 		}
 	}
 	return nil

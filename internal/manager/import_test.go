@@ -208,10 +208,10 @@ func importSecrets(t *testing.T, az *cloud.Cloud) map[string]string {
 	return out
 }
 
-// Import of resources Cerulean has no typed kind for: a Service Bus namespace and its queue
-// become generic AzureResources that carry the applied hash and the finalizer as the typed
-// kinds do, so that applying them adopts each with reads only, over two sync periods too.
-// The queue is named as an argument: ARM's group listing holds only top-level resources.
+// Import of resources Cerulean has no typed kind for: a Service Bus namespace, its queue and
+// the rule Azure creates with it become generic AzureResources that carry the applied hash and
+// the finalizer as the typed kinds do, so that applying them adopts each with reads only, over
+// two sync periods too. Only the group is named: the children are found through the provider.
 func TestImportGenericRoundTrip(t *testing.T) {
 	c := kube(t)
 	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
@@ -244,7 +244,7 @@ func TestImportGenericRoundTrip(t *testing.T) {
 		"SSL_CERT_FILE": s.CAFile,
 	}
 	dir := filepath.Join(t.TempDir(), "imported")
-	if err := importer.RunCLI(t.Context(), importer.CLIOptions{IDs: []string{group, queue}, Namespace: ns, Output: dir,
+	if err := importer.RunCLI(t.Context(), importer.CLIOptions{IDs: []string{group}, Namespace: ns, Output: dir,
 		Getenv: func(k string) string { return env[k] }}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,14 +266,15 @@ func TestImportGenericRoundTrip(t *testing.T) {
 			t.Errorf("generic %s: annotations %v, finalizers %v; want the applied hash and the finalizer", u.GetName(), u.GetAnnotations(), u.GetFinalizers())
 		}
 	}
-	if generics != 2 || len(imported) != 3 {
-		t.Fatalf("imported %d objects, %d of the generic kind; want the group, the namespace and the queue", len(imported), generics)
+	if generics != 3 || len(imported) != 4 {
+		t.Fatalf("imported %d objects, %d of the generic kind; want the group, the namespace, its queue and its rule", len(imported), generics)
 	}
 
 	log := az.RequestLog()
 	since := log.Last()
 	create(t, c, ns, imported...)
-	want := map[string]bool{strings.ToLower(group): true, strings.ToLower(bus): true, strings.ToLower(queue): true}
+	rule := bus + "/authorizationRules/RootManageSharedAccessKey"
+	want := map[string]bool{strings.ToLower(group): true, strings.ToLower(bus): true, strings.ToLower(queue): true, strings.ToLower(rule): true}
 	for _, u := range imported {
 		got := waitReady(t, c, u, 2*time.Minute)
 		id, _, _ := unstructured.NestedString(got.Object, "status", "id")

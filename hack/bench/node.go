@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -26,13 +28,29 @@ func init() {
 const benchPods = 50
 
 // benchNode times the local node: from StartNode to Ready on a fresh data directory (cold: empty
-// containerd, images imported, the kubelet registers) and again on the same one (warm); then pod
-// start latency, from create to the container running, for benchPods pods created at once, and
-// the pods per minute that gives. Needs root.
+// containerd, images imported, the kubelet registers) and again on the same one (warm); one pod
+// started alone, several times, for its latency and the CPU a pod start costs the stack; then
+// benchPods pods created at once, against the floor that CPU cost sets on this machine's cores;
+// then `cerulean-local up` to everything ready, cold and warm. Needs root.
 func benchNode(ctx context.Context, env benchEnv) ([]row, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the local node needs root")
 	}
+	rows, err := benchNodePods(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	upRows, err := benchUp(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, upRows...), nil
+}
+
+// soloPods is how many pods are started one at a time for the single-pod figures.
+const soloPods = 5
+
+func benchNodePods(ctx context.Context, env benchEnv) ([]row, error) {
 	dir, err := os.MkdirTemp(env.scratch, "node-")
 	if err != nil {
 		return nil, err
@@ -63,27 +81,95 @@ func benchNode(ctx context.Context, env benchEnv) ([]row, error) {
 	}
 	defer func() { _ = node.Stop() }()
 
-	lat, all, err := podStartLatency(ctx, kubernetes.NewForConfigOrDie(cp.RESTConfig))
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig)
+	var solo []time.Duration
+	cpuBefore := stackCPU(env.binDir)
+	for i := range soloPods {
+		lat, _, err := podStartLatency(ctx, cs, fmt.Sprintf("solo-%d", i), 1)
+		if err != nil {
+			return nil, err
+		}
+		solo = append(solo, lat[0])
+	}
+	cpuPerPod := (stackCPU(env.binDir) - cpuBefore) / soloPods
+	slices.Sort(solo)
+
+	cpuBefore = stackCPU(env.binDir)
+	lat, all, err := podStartLatency(ctx, cs, "bench", benchPods)
 	if err != nil {
 		return nil, err
 	}
+	cpuAll := stackCPU(env.binDir) - cpuBefore
+	floor := time.Duration(cpuPerPod * benchPods / float64(runtime.NumCPU()) * float64(time.Second))
 	p50, p99 := lat[len(lat)*50/100], lat[len(lat)*99/100]
 	return []row{
 		{benchmark: "node Ready, cold (fresh data dir, images imported)", result: ready[0].Round(10 * time.Millisecond).String()},
 		{benchmark: "node Ready, warm (same data dir)", result: ready[1].Round(10 * time.Millisecond).String(), vsBaseline: ratio(ready[1].Seconds(), ready[0].Seconds()) + " of cold"},
+		{benchmark: fmt.Sprintf("one pod alone, create to running, median of %d (warm node; goal under 1s)", soloPods), result: solo[len(solo)/2].Round(10 * time.Millisecond).String()},
+		{benchmark: "CPU seconds per pod start (the node's and control plane's processes, one pod alone)", result: fmt.Sprintf("%.2fs", cpuPerPod)},
 		{benchmark: fmt.Sprintf("pod start, create to running, p50 of %d created at once", benchPods), result: p50.Round(10 * time.Millisecond).String()},
 		{benchmark: fmt.Sprintf("pod start, create to running, p99 of %d created at once", benchPods), result: p99.Round(10 * time.Millisecond).String()},
 		{benchmark: fmt.Sprintf("pods per minute (%d pods, all running after %s)", benchPods, all.Round(10*time.Millisecond)), result: fmt.Sprintf("%.0f", benchPods/all.Minutes())},
+		{benchmark: fmt.Sprintf("CPU floor for %d pods: CPU per pod start × %d / %d cores (goal: all running within 1.2×)", benchPods, benchPods, runtime.NumCPU()),
+			result: floor.Round(10 * time.Millisecond).String(), vsBaseline: ratio(all.Seconds(), floor.Seconds()) + " (all running / floor)"},
+		{benchmark: fmt.Sprintf("CPU seconds per pod start, %d at once", benchPods), result: fmt.Sprintf("%.2fs", cpuAll/benchPods), vsBaseline: ratio(cpuAll/benchPods, cpuPerPod) + " of one alone"},
 	}, nil
 }
 
-// podStartLatency creates benchPods pods at once and returns each one's time from its create
-// call to its container running, sorted, and the time until all ran.
-func podStartLatency(ctx context.Context, cs kubernetes.Interface) ([]time.Duration, time.Duration, error) {
+// stackCPU is the CPU time, in seconds, the processes started from binDir (etcd, kube-apiserver,
+// kube-scheduler, containerd, its shims, the kubelet) have used so far, their waited-for
+// children (runc) included: the cost of running pods, without the machine's other work.
+func stackCPU(binDir string) float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(exe, binDir+"/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command's closing parenthesis: utime, stime, cutime, cstime are the
+		// 12th to 15th of them (proc(5)).
+		_, rest, ok := strings.Cut(string(b), ") ")
+		fields := strings.Fields(rest)
+		if !ok || len(fields) < 15 {
+			continue
+		}
+		for _, f := range fields[11:15] {
+			n, _ := strconv.ParseInt(f, 10, 64)
+			ticks += n
+		}
+	}
+	return float64(ticks) / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every Linux port Go runs on.
+const clockTicks = 100
+
+// podStartLatency creates n pods named PREFIX-NN at once and returns each one's time from its
+// create call to its container running, sorted, and the time until all ran. It watches rather
+// than polls, so that its own reads do not add to the CPU the stack is measured spending.
+func podStartLatency(ctx context.Context, cs kubernetes.Interface, prefix string, n int) ([]time.Duration, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer w.Stop()
 	created := map[string]time.Time{}
 	start := time.Now()
-	for i := range benchPods {
-		name := fmt.Sprintf("bench-%02d", i)
+	for i := range n {
+		name := fmt.Sprintf("%s-%02d", prefix, i)
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.PodSpec{
@@ -97,21 +183,25 @@ func podStartLatency(ctx context.Context, cs kubernetes.Interface) ([]time.Durat
 		}
 	}
 	running := map[string]time.Time{}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // retried
-		}
-		now := time.Now()
-		for _, p := range pods.Items {
+	for len(running) < n {
+		select {
+		case <-ctx.Done():
+			return nil, 0, fmt.Errorf("wait for %d pods: %d running: %w", n, len(running), ctx.Err())
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return nil, 0, fmt.Errorf("wait for %d pods: the watch ended with %d running", n, len(running))
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			if _, mine := created[p.Name]; !mine {
+				continue
+			}
 			if _, seen := running[p.Name]; !seen && p.Status.Phase == corev1.PodRunning {
-				running[p.Name] = now
+				running[p.Name] = time.Now()
 			}
 		}
-		return len(running) == benchPods, nil
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("wait for %d pods: %d running: %w", benchPods, len(running), err)
 	}
 	all := time.Since(start)
 	var lat []time.Duration

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -38,35 +39,40 @@ const SyncPeriod = 5 * time.Minute
 // startManager installs the CRDs and runs the manager in-process with the bootstrap principal
 // as the global credential and the token of ServiceAccount cerulean-system/cerulean-manager for
 // workload-identity credential secrets, and wi's proxy images for the webhook; the returned
-// channel yields its end.
-func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, dataDir string, wi workloadidentity.Config) (<-chan error, error) {
+// channel yields its end. It serves its Prometheus metrics at the returned URL, on loopback.
+func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud, dataDir string, wi workloadidentity.Config) (<-chan error, string, error) {
 	if err := manager.InstallCRDs(ctx, cp.RESTConfig); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := grantSamples(ctx, cp.RESTConfig, az.Settings().SubscriptionID); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := writeClusterConfigMaps(ctx, cp, az); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	clients, err := kubernetes.NewForConfig(cp.RESTConfig)
 	if err != nil {
-		return nil, fmt.Errorf("connect to kube-apiserver: %w", err)
+		return nil, "", fmt.Errorf("connect to kube-apiserver: %w", err)
 	}
 	tokens, err := ManagerTokenSource(ctx, clients, time.Now)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	logFile, err := os.OpenFile(filepath.Join(dataDir, "logs", "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open the manager's log: %w", err)
+		return nil, "", fmt.Errorf("open the manager's log: %w", err)
 	}
 	// No pod runs here: the webhook is served on loopback and registered by URL, on a port
 	// chosen at each start (the registration is rewritten with it).
 	hookPort, err := freeLoopbackPort()
 	if err != nil {
 		_ = logFile.Close()
-		return nil, err
+		return nil, "", err
+	}
+	metricsAddr, err := freeLoopbackAddr()
+	if err != nil {
+		_ = logFile.Close()
+		return nil, "", err
 	}
 	s := az.Settings()
 	done := make(chan error, 1)
@@ -80,14 +86,14 @@ func startManager(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Cloud,
 				ResourceManagerAudience: s.ResourceManagerAudience, CAFile: s.CAFile,
 			},
 			SyncPeriod: SyncPeriod, PollInterval: time.Second, TokenSource: tokens,
-			MetricsAddr: "0", HealthAddr: "0",
+			MetricsAddr: metricsAddr, HealthAddr: "0",
 			Logger:   logr.FromSlogHandler(slog.NewJSONHandler(logFile, nil)),
 			Webhooks: &webhooks.Options{Namespace: "default", Host: "127.0.0.1", Port: hookPort, WorkloadIdentity: wi},
 			// The generic kind may create what the local cloud answers for (it answers nothing else).
 			GenericResourceTypes: generic.Types(),
 		})
 	}()
-	return done, nil
+	return done, "http://" + metricsAddr + "/metrics", nil
 }
 
 // writeClusterConfigMaps writes the ConfigMaps config/samples read: the cluster's issuer and the
@@ -117,8 +123,17 @@ func writeClusterConfigMaps(ctx context.Context, cp *devenv.ControlPlane, az *cl
 func freeLoopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("choose the webhook's port: %w", err)
+		return 0, fmt.Errorf("choose a port on loopback: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freeLoopbackAddr is 127.0.0.1 with a free port, for a listener that takes an address.
+func freeLoopbackAddr() (string, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }

@@ -23,11 +23,12 @@ import (
 
 // nodeAgent is the pod-identity node agent of the local node, run in this process.
 type nodeAgent struct {
-	addr string
-	stop context.CancelFunc
-	done chan struct{} // closed when Run has returned; err is its result
-	err  error
-	log  *os.File
+	addr    string
+	metrics string // the URL of its Prometheus metrics
+	stop    context.CancelFunc
+	done    chan struct{} // closed when Run has returned; err is its result
+	err     error
+	log     *os.File
 }
 
 // scaleSetOf is the scale set of a VMSS instance's providerID (azure:///subscriptions/…/virtualMachines/N).
@@ -87,15 +88,16 @@ func startNodeAgent(ctx context.Context, cp *devenv.ControlPlane, az *cloud.Clou
 		NodeIP: nodeIP, PodInterfaces: []string{devenv.Bridge},
 		Tokens: imds,
 		IMDS:   endpoint, IMDSHeader: imds.Header, IMDSTransport: imds.Client.Transport,
-		Entra:  azcore.ClientOptions{Cloud: azcloud.Configuration{ActiveDirectoryAuthorityHost: s.AuthorityHost}, Transport: &http.Client{Transport: az.Transport()}},
-		Logger: slog.New(slog.NewJSONHandler(logFile, nil)),
+		Entra:       azcore.ClientOptions{Cloud: azcloud.Configuration{ActiveDirectoryAuthorityHost: s.AuthorityHost}, Transport: &http.Client{Transport: az.Transport()}},
+		Logger:      slog.New(slog.NewJSONHandler(logFile, nil)),
+		MetricsAddr: "127.0.0.1:0",
 	})
 	if err != nil {
 		_ = logFile.Close()
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(ctx)
-	na := &nodeAgent{addr: a.Addr(), stop: stop, done: make(chan struct{}), log: logFile}
+	na := &nodeAgent{addr: a.Addr(), metrics: "http://" + a.MetricsAddr() + "/metrics", stop: stop, done: make(chan struct{}), log: logFile}
 	go func() {
 		na.err = a.Run(runCtx)
 		close(na.done)

@@ -184,6 +184,7 @@ func Run(ctx context.Context, opts Options) error {
 		}()
 	}
 	var managerDone <-chan error
+	var managerMetrics string
 	if opts.NoManager {
 		fmt.Fprintln(opts.Out, "no manager, node agent or CSI provider (--no-manager): install the chart (docs/install.md)")
 		if err := writeClusterConfigMaps(ctx, cp, az); err != nil {
@@ -197,7 +198,7 @@ func Run(ctx context.Context, opts Options) error {
 		if node != nil {
 			wi = proxyImages(opts.BinDir)
 		}
-		if managerDone, err = startManager(mgrCtx, cp, az, dataDir, wi); err != nil {
+		if managerDone, managerMetrics, err = startManager(mgrCtx, cp, az, dataDir, wi); err != nil {
 			return err
 		}
 	}
@@ -268,6 +269,12 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	env := append([]string{"KUBECONFIG=" + shellenv.Quote(cp.Kubeconfig)}, az.Env()...)
 	env = append(env, "CERULEAN_OIDC_ISSUER="+shellenv.Quote(issuer), "CERULEAN_CLUSTER_ID="+shellenv.Quote(clusterID))
+	if managerMetrics != "" {
+		env = append(env, "CERULEAN_MANAGER_METRICS_URL="+shellenv.Quote(managerMetrics))
+	}
+	if agent != nil {
+		env = append(env, "CERULEAN_NODE_AGENT_METRICS_URL="+shellenv.Quote(agent.metrics))
+	}
 	if csiSocket != "" {
 		env = append(env, "CERULEAN_CSI_PROVIDER_SOCKET="+shellenv.Quote(csiSocket))
 	}
@@ -278,7 +285,7 @@ func Run(ctx context.Context, opts Options) error {
 	if len(extras) > 0 {
 		clusters = clustersSummary(clusterID, cp.Kubeconfig, node != nil, extras, rolloutPath, envPath)
 	}
-	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, podProxyURL, node, agent, clusters)
+	printSummary(opts.Out, cp, az.Settings(), clusterID, envPath, podProxyURL, node, agent, managerMetrics, clusters)
 
 	exited, which := exitedOf(cp, extras)
 	var nodeExited, agentExited <-chan struct{}
@@ -306,7 +313,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 }
 
-func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath, podProxyURL string, node *devenv.Node, agent *nodeAgent, clusters string) {
+func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clusterID, envPath, podProxyURL string, node *devenv.Node, agent *nodeAgent, managerMetrics, clusters string) {
 	proxyLine := ""
 	if az.ProxyURL != "" {
 		proxyLine = fmt.Sprintf("  proxy               %s  (Azure's public names; source %s)\n",
@@ -323,9 +330,13 @@ func printSummary(out io.Writer, cp *devenv.ControlPlane, az cloud.Settings, clu
 		nodeLine = node.Name + " on " + node.IP + " (containerd: " + node.ContainerdSocket + ")"
 	}
 	if agent != nil {
-		agentLine = agent.addr + " (pods' " + nodeagent.MetadataIP + ":80 on " + devenv.Bridge + "; pod identity)"
+		agentLine = agent.addr + " (pods' " + nodeagent.MetadataIP + ":80 on " + devenv.Bridge + "; pod identity; metrics " + agent.metrics + ")"
 	} else if node != nil {
 		agentLine = "not running (--no-manager: the chart's nodeAgent.enabled)"
+	}
+	managerLine := "not running (--no-manager)"
+	if managerMetrics != "" {
+		managerLine = "in this process (metrics " + managerMetrics + ")"
 	}
 	fmt.Fprintf(out, `
 Cerulean is up.
@@ -335,7 +346,8 @@ Cerulean is up.
   local cloud         %s  (tenant %s, subscription %s)
   web view            %s  (log in: %slogin?token=$(cat %s))
   cluster (ARM)       %s
-%s  node                %s
+%s  manager             %s
+  node                %s
   node agent          %s
   logs                %s
 
@@ -344,7 +356,7 @@ Use it:
   bin/kubectl get namespaces
 
 %sCtrl-C stops everything; run again with the same --data-dir to resume.
-`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, az.WebViewURL, az.WebViewURL, az.WebViewTokenFile, clusterID, proxyLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath, clusters)
+`, cp.APIServerURL, cp.IssuerURL, cp.Kubeconfig, az.URL, az.TenantID, az.SubscriptionID, az.WebViewURL, az.WebViewURL, az.WebViewTokenFile, clusterID, proxyLine, managerLine, nodeLine, agentLine, filepath.Join(cp.DataDir, "logs"), envPath, clusters)
 }
 
 // engineNet is where the cloud's engines take their addresses: with a node, on a network its

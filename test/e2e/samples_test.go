@@ -24,6 +24,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/images"
+	"github.com/cerulean/cerulean/internal/metricstest"
 	"github.com/cerulean/cerulean/internal/testenv"
 )
 
@@ -50,10 +51,32 @@ func TestUpAppliesSamples(t *testing.T) {
 	if strings.Count(out, "True") < 6 || !strings.Contains(out, "SEVERITY") {
 		t.Errorf("kubectl get azure:\n%s", out)
 	}
+	upMetrics(t, env)
 	if hasNode(t) {
 		appWalkthrough(t, env, dir, filepath.Join(samples, "app"))
 	}
 	stopAndCheck(t, up, dir, syscall.SIGINT)
+}
+
+// upMetrics scrapes the metrics of the manager and node agent up runs, at the URLs DIR/env
+// names (docs/operations.md): the manager's ARM requests for the samples are counted.
+func upMetrics(t *testing.T, env map[string]string) {
+	t.Helper()
+	body, err := metricstest.Scrape(strings.TrimSuffix(env["CERULEAN_MANAGER_METRICS_URL"], "/metrics"))
+	if err != nil {
+		t.Errorf("the manager's metrics at CERULEAN_MANAGER_METRICS_URL: %v", err)
+	} else if n := metricstest.Sum(body, "azure_successful_requests_total"); n == 0 {
+		t.Errorf("the manager's metrics count no ARM request after the samples went Ready:\n%s", body)
+	}
+	if !hasNode(t) {
+		return
+	}
+	body, err = metricstest.Scrape(strings.TrimSuffix(env["CERULEAN_NODE_AGENT_METRICS_URL"], "/metrics"))
+	if err != nil {
+		t.Errorf("the node agent's metrics at CERULEAN_NODE_AGENT_METRICS_URL: %v", err)
+	} else if metricstest.Sum(body, "process_cpu_seconds_total") == 0 {
+		t.Errorf("the node agent's metrics hold no process series:\n%s", body)
+	}
 }
 
 // appWalkthrough is docs/walkthrough-app.md as a user runs it: one apply of an app with the

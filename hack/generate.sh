@@ -91,11 +91,11 @@ if compgen -G "api/*/*/*.go" >/dev/null; then
 	rm -rf config/crd/bases config/rbac
 	"$CONTROLLER_GEN" crd:crdVersions=v1 webhook paths=./api/... paths=./internal/... paths=./cmd/... output:crd:dir=config/crd/bases output:webhook:dir=config/webhook
 	# One role per component, each from its own packages' markers: the node agent's must not
-	# widen the manager's. Every package outside internal/nodeagent belongs to the manager.
-	manager_paths=$(find internal cmd -name '*.go' -not -path 'internal/nodeagent/*' -exec dirname {} \; | sort -u | sed 's|^|paths=./|')
+	# widen the manager's. Every package outside internal/podidentity/nodeagent belongs to the manager.
+	manager_paths=$(find internal cmd -name '*.go' -not -path 'internal/podidentity/nodeagent/*' -exec dirname {} \; | sort -u | sed 's|^|paths=./|')
 	# shellcheck disable=SC2086 # one argument per package
 	"$CONTROLLER_GEN" rbac:roleName=cerulean-manager $manager_paths output:rbac:dir=config/rbac
-	"$CONTROLLER_GEN" rbac:roleName=cerulean-node-agent paths=./internal/nodeagent/... output:rbac:dir=config/rbac/node-agent
+	"$CONTROLLER_GEN" rbac:roleName=cerulean-node-agent paths=./internal/podidentity/nodeagent/... output:rbac:dir=config/rbac/node-agent
 fi
 
 # The Helm chart carries copies of the generated CRDs (Helm installs crds/ first and never

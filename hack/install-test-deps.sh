@@ -4,7 +4,7 @@
 #   curl  (curl)      internal/cloud's TestHTTP2AnswersArriveWhole (needs HTTP/2 support)
 #   node, npm         internal/cloud's TestJavaScriptSDK (the machine image may already bring Node.js 20)
 #   jq    (jq)        cmd/cerulean-local's TestDocsCloud (docs/cloud.md's blocks use it)
-#   ip, iptables      internal/nodeagent's network-path tests (as root; they fail under CI=true otherwise)
+#   ip, iptables      internal/podidentity/nodeagent's network-path tests (as root; they fail under CI=true otherwise)
 #   chromium          internal/cloud/webview's browser test (headless, driven by chromedp)
 # With arguments, only those programs (e.g. `hack/install-test-deps.sh az`). Idempotent: nothing
 # is fetched when everything is there. To add a program, add a line to the table below.

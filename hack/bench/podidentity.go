@@ -32,7 +32,7 @@ import (
 	"github.com/cerulean/cerulean/internal/controller/podidentity"
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 )
 
 func init() {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/cloud/clouddns"
 	"github.com/cerulean/cerulean/internal/fsutil"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 )
 
 // Services and DNS for pods, as in any cluster: kube-proxy (nftables mode) gives ClusterIPs to

@@ -23,7 +23,7 @@ import (
 )
 
 // Issue 22's probes of namespace grants and schema limits (security_test.go has the
-// controller's; the node agent's are in internal/nodeagent/paths_test.go). Future changes keep
+// controller's; the node agent's are in internal/podidentity/nodeagent/paths_test.go). Future changes keep
 // these green.
 
 // Point 5 of the issue (validation that ARM does later): the API server refuses each of

@@ -1,5 +1,3 @@
-// Package podidentity holds the rules the assignment controller and the node agent share: which
-// bindings match a pod (namespaced by default) and how a node names its VM or VMSS.
 package podidentity
 
 import (

@@ -16,7 +16,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/csiprovider"
 	"github.com/cerulean/cerulean/internal/devenv"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 )
 
 // CSIProvidersDir is the directory, in the data directory, where `up` serves the Key Vault

@@ -18,7 +18,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud"
 	"github.com/cerulean/cerulean/internal/cloud/msi"
 	"github.com/cerulean/cerulean/internal/devenv"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 )
 
 // nodeAgent is the pod-identity node agent of the local node, run in this process.

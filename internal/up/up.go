@@ -18,7 +18,7 @@ import (
 	"github.com/cerulean/cerulean/internal/cloud/store"
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/fsutil"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 	"github.com/cerulean/cerulean/internal/shellenv"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )

@@ -30,7 +30,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/images"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 )
 
 // The workload identity flow on the whole system, declared as a user declares it: `up` registers

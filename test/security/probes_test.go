@@ -33,7 +33,7 @@ var probes = []probe{
 	{"Deleting the CRDs deletes data in Azure",
 		"internal/manager", []string{"TestCRDDeletionDetaches", "TestCRDDeletionDetachesControlPlaneIdentities"}},
 	{"IMDS path spellings reach the node's identity",
-		"internal/nodeagent", []string{"TestPathSpellingsNeverReachIMDS"}},
+		"internal/podidentity/nodeagent", []string{"TestPathSpellingsNeverReachIMDS"}},
 	{"A namespace uses an identity it was not granted (controller)",
 		"internal/controller/podidentity", []string{"TestUngrantedIdentityNeverReachesANode"}},
 	{"A namespace uses an identity or a scope it was not granted (admission)",

@@ -42,7 +42,7 @@ import (
 	"github.com/cerulean/cerulean/internal/images"
 	"github.com/cerulean/cerulean/internal/manifests"
 	"github.com/cerulean/cerulean/internal/metricstest"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 	"github.com/cerulean/cerulean/internal/webhook/armgrants"
 	"github.com/cerulean/cerulean/internal/webhook/podidentity"
 	"github.com/cerulean/cerulean/internal/webhook/workloadidentity"

@@ -28,7 +28,7 @@ import (
 	"github.com/cerulean/cerulean/internal/csiprovider"
 	"github.com/cerulean/cerulean/internal/csiprovider/csiprovidertest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 )
 
 // The Key Vault provider's usePodIdentity, against the real node agent: the provider, a host

@@ -21,7 +21,7 @@ import (
 
 	"github.com/cerulean/cerulean/internal/controller/podidentity/podidentitytest"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 )
 
 // Issue 22, point 1: path spellings must not carry a pod's request past the agent to the

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cerulean/cerulean/internal/nodeagent"
+	"github.com/cerulean/cerulean/internal/podidentity/nodeagent"
 	"github.com/cerulean/cerulean/internal/testenv"
 )
 

@@ -58,8 +58,10 @@ func TestUpWithoutManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(env), "CERULEAN_CSI_PROVIDER_SOCKET") {
-		t.Errorf("DIR/env names a CSI provider socket, but none runs: %s", env)
+	for _, name := range []string{"CERULEAN_CSI_PROVIDER_SOCKET", "CERULEAN_MANAGER_METRICS_URL", "CERULEAN_NODE_AGENT_METRICS_URL"} {
+		if strings.Contains(string(env), name) {
+			t.Errorf("DIR/env names %s, but nothing serves it: %s", name, env)
+		}
 	}
 }
 

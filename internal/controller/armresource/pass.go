@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cerulean/cerulean/api/shared"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/patch"
 )
@@ -34,7 +35,10 @@ type pass struct {
 }
 
 func (r *Reconciler) newPass(obj *unstructured.Unstructured) (*pass, error) {
-	ph, err := patch.New(r.Client, obj)
+	// Locked: a pass that read a cache behind the controller's own last write gets a Conflict
+	// instead of overwriting newer metadata (a list such as finalizers is replaced whole) or
+	// status; the next pass reads the newer object.
+	ph, err := patch.New(r.Client, obj, patch.WithOptimisticLock(), patch.WithOwnedConditions(shared.ConditionTypeReady))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -172,6 +173,9 @@ func (r *Reconciler) matchesSpec(id string, obj *unstructured.Unstructured, sub 
 func (p *pass) release(ctx context.Context, reason, msg string) (ctrl.Result, error) {
 	controllerutil.RemoveFinalizer(p.obj, Finalizer)
 	if err := p.ph.Patch(ctx, p.obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return staleRead(ctx, err)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	p.r.recorder.Eventf(p.obj, nil, corev1.EventTypeNormal, reason, "Delete", "%s", msg)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cerulean/cerulean/api/shared"
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/patch"
 )
@@ -31,10 +32,15 @@ type pass struct {
 	// own); targetErr is why they could not be had (an invalid or disallowed type).
 	armType, apiVersion string
 	targetErr           error
+	// hashAhead is set when this pass wrote the applied hash before ARM answered its PUT.
+	hashAhead bool
 }
 
 func (r *Reconciler) newPass(obj *unstructured.Unstructured) (*pass, error) {
-	ph, err := patch.New(r.Client, obj)
+	// Locked: a pass that read a cache behind the controller's own last write gets a Conflict
+	// instead of overwriting newer metadata (a list such as finalizers is replaced whole) or
+	// status; the next pass reads the newer object.
+	ph, err := patch.New(r.Client, obj, patch.WithOptimisticLock(), patch.WithOwnedConditions(shared.ConditionTypeReady))
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +73,10 @@ type gathered struct {
 	body   map[string]any
 	hash   string
 	token  string // a resume token the plan may follow (already checked)
+	// confirmed: the applied hash may be trusted. A first create writes it before its PUT, so
+	// it counts only once status holds ARM's view of this id (or when no pass wrote the
+	// resource-id annotation: an import's hash).
+	confirmed bool
 }
 
 // gather reads everything the pass needs before any Azure call that changes something: the
@@ -101,6 +111,8 @@ func (p *pass) gather(ctx context.Context) (gathered, error) {
 	}
 	g.hash = bodyHash(g.body)
 	ann := p.obj.GetAnnotations()
+	statusID, _, _ := unstructured.NestedString(p.obj.Object, "status", "id")
+	g.confirmed = ann[AnnotationResourceID] == "" || sameID(statusID, p.id)
 	if token := ann[AnnotationPollerToken]; token != "" && ann[AnnotationPollerID] != pollerDelete {
 		if err := p.r.checkToken(token, p.id, p.armType); err != nil {
 			p.dropToken(ctx, err)
@@ -170,7 +182,7 @@ func plan(ann map[string]string, g gathered) step {
 	switch {
 	case g.token != "":
 		return stepResume
-	case ann[AnnotationAppliedHash] == g.hash:
+	case ann[AnnotationAppliedHash] == g.hash && g.confirmed:
 		return stepRead
 	default:
 		return stepPut
@@ -221,7 +233,7 @@ func (p *pass) apply(ctx context.Context, reader armAPI, g gathered) error {
 // put sends the PUT with a fresh credential and waits for a short operation; a long one is
 // recorded on the object (resume token) and left running. The finalizer and the id about to be
 // written are stored first, so a deletion always knows to clean up.
-func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[string]any, error) {
+func (p *pass) put(ctx context.Context, body map[string]any, hash string) (res map[string]any, err error) {
 	if check := p.r.opts.Kind.CheckPut; check != nil {
 		reader, err := p.r.newARM(p.cred.Cached())
 		if err != nil {
@@ -231,7 +243,13 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 			return nil, err
 		}
 	}
-	if err := p.beforeWrite(ctx); err != nil {
+	defer func() {
+		var running *progressError
+		if err != nil && !errors.As(err, &running) && p.hashAhead {
+			setAnnotations(p.obj, map[string]string{AnnotationAppliedHash: ""}) // not accepted
+		}
+	}()
+	if err := p.beforeWrite(ctx, hash); err != nil {
 		return nil, err
 	}
 	fresh, err := p.cred.Fresh(ctx)
@@ -264,8 +282,7 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("create or update %s: %w", p.id, err)
 	}
-	res, err := decodeResource(raw)
-	if err != nil {
+	if res, err = decodeResource(raw); err != nil {
 		return nil, err
 	}
 	setAnnotations(p.obj, map[string]string{AnnotationAppliedHash: hash, AnnotationPollerToken: "", AnnotationPollerID: ""})
@@ -274,8 +291,10 @@ func (p *pass) put(ctx context.Context, body map[string]any, hash string) (map[s
 
 // beforeWrite stores the finalizer and the resource id before the first write to ARM (one
 // patch, only when one is missing), and holds the credential's Secret so that the deletion
-// can authenticate however the namespace goes.
-func (p *pass) beforeWrite(ctx context.Context) error {
+// can authenticate however the namespace goes. That patch carries the body's hash too, so a
+// first create writes metadata once: the hash counts only once status confirms it (plan), and
+// is removed when ARM refuses the PUT.
+func (p *pass) beforeWrite(ctx context.Context, hash string) error {
 	if err := credentials.Hold(ctx, p.r.Client, p.cred); err != nil {
 		return err
 	}
@@ -283,7 +302,8 @@ func (p *pass) beforeWrite(ctx context.Context) error {
 		return nil
 	}
 	controllerutil.AddFinalizer(p.obj, Finalizer)
-	setAnnotations(p.obj, map[string]string{AnnotationResourceID: p.id})
+	setAnnotations(p.obj, map[string]string{AnnotationResourceID: p.id, AnnotationAppliedHash: hash})
+	p.hashAhead = true
 	return p.ph.Patch(ctx, p.obj)
 }
 

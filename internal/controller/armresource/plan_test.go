@@ -17,10 +17,12 @@ func TestPlan(t *testing.T) {
 		g    gathered
 		want step
 	}{
-		{"first create", nil, gathered{hash: "h1"}, stepPut},
-		{"spec changed", map[string]string{AnnotationAppliedHash: "h0"}, gathered{hash: "h1"}, stepPut},
-		{"applied: read for drift", map[string]string{AnnotationAppliedHash: "h1"}, gathered{hash: "h1"}, stepRead},
-		{"running operation", map[string]string{AnnotationAppliedHash: "h0"}, gathered{hash: "h1", token: "t"}, stepResume},
+		{"first create", nil, gathered{hash: "h1", confirmed: true}, stepPut},
+		{"spec changed", map[string]string{AnnotationAppliedHash: "h0"}, gathered{hash: "h1", confirmed: true}, stepPut},
+		{"applied: read for drift", map[string]string{AnnotationAppliedHash: "h1"}, gathered{hash: "h1", confirmed: true}, stepRead},
+		// Written with the finalizer before a PUT whose answer status never recorded.
+		{"hash written ahead, unconfirmed", map[string]string{AnnotationAppliedHash: "h1"}, gathered{hash: "h1"}, stepPut},
+		{"running operation", map[string]string{AnnotationAppliedHash: "h0"}, gathered{hash: "h1", token: "t", confirmed: true}, stepResume},
 	}
 	for _, tc := range cases {
 		if got := plan(tc.ann, tc.g); got != tc.want {

@@ -40,7 +40,8 @@ const (
 	AnnotationPollerToken     = "serviceoperator.azure.com/poller-resume-token"
 	AnnotationPollerID        = "serviceoperator.azure.com/poller-resume-id"
 	// AnnotationAppliedHash identifies the last request body ARM accepted: a spec whose body
-	// hashes the same needs no PUT.
+	// hashes the same needs no PUT. A first create writes it with the finalizer, before its PUT
+	// (one metadata write fewer); it counts once status holds ARM's view of the same id.
 	AnnotationAppliedHash = "cerulean.dev/applied-hash"
 	// AnnotationExportKeyVault chooses where a resource's secret exports go: a Key Vault URL, or
 	// "kubernetes" for Secrets whatever the manager-wide setting.

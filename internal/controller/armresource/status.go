@@ -7,10 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cerulean/cerulean/api/shared"
 )
@@ -18,18 +20,35 @@ import (
 // finishPass writes the pass's status and metadata in one go (only what changed), records an
 // Event when Ready changed, and tells controller-runtime what to do next.
 func (p *pass) finishPass(ctx context.Context, o Outcome, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) { // the finalizer's patch: this pass read a stale object
+		return staleRead(ctx, err)
+	}
 	next, transition, cerr := nextStatus(p.orig, p.status, p.armSeen, o, p.obj.GetGeneration(), p.r.opts.Now())
 	if cerr != nil {
 		return ctrl.Result{}, cerr
 	}
 	p.obj.Object["status"] = next
 	if perr := p.ph.Patch(ctx, p.obj); perr != nil {
+		if apierrors.IsConflict(perr) {
+			return staleRead(ctx, perr)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(perr)
 	}
 	if transition {
 		p.r.event(p.obj, o)
 	}
 	return o.result(err)
+}
+
+// staleRetry is when a pass that read a stale object runs again (the newer object's watch
+// event usually brings it sooner).
+const staleRetry = time.Second
+
+// staleRead ends a pass whose locked patch met a newer object: nothing was written from the
+// stale read, and the next pass reads the newer one.
+func staleRead(ctx context.Context, err error) (ctrl.Result, error) {
+	log.FromContext(ctx).V(1).Info("The object changed since it was read; reconciling again", "reason", err.Error())
+	return ctrl.Result{RequeueAfter: staleRetry}, nil
 }
 
 // nextStatus is the status a pass leaves: ARM's view when the pass read it (else the old one)

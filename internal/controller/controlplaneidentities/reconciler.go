@@ -157,7 +157,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !obj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.delete(ctx, obj)
 	}
-	ph, err := patch.New(r.c, obj)
+	// Ready is this controller's; any other condition on the object is someone else's and kept.
+	ph, err := patch.New(r.c, obj, patch.WithOwnedConditions(cpv1.ConditionReady))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

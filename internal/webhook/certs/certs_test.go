@@ -16,11 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 	"github.com/cerulean/cerulean/internal/webhook/certs"
@@ -59,7 +57,7 @@ func serve(t *testing.T, c client.Client, r *certs.Rotator) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){r.TLSOpt}})
-	srv.Register(wi.Path, &webhook.Admission{Handler: &wi.Handler{Reader: c, Decoder: admission.NewDecoder(scheme.Scheme)}})
+	srv.Register(wi.Path, &webhook.Admission{Handler: &wi.Handler{Reader: c}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()

@@ -16,11 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cerulean/cerulean/internal/pki"
 	"github.com/cerulean/cerulean/internal/webhook/registration"
@@ -66,7 +64,7 @@ func Start(t testing.TB, rc *rest.Config, cfg wi.Config, ns string) *Server {
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
 	}}})
-	srv.Register(wi.Path, &webhook.Admission{Handler: &wi.Handler{Reader: c, Decoder: admission.NewDecoder(scheme.Scheme), Config: cfg}})
+	srv.Register(wi.Path, &webhook.Admission{Handler: &wi.Handler{Reader: c, Config: cfg}})
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{URL: fmt.Sprintf("https://127.0.0.1:%d", port), CAPEM: ca.PEM(), cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- srv.Start(ctx) }()

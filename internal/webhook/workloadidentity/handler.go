@@ -2,7 +2,6 @@ package workloadidentity
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -35,19 +34,18 @@ const (
 	TimeoutSeconds = int32(3)
 )
 
-// Handler is the admission handler. It reads service accounts through Reader (the manager's
-// cache) and, when the cache has not seen one yet, through APIReader.
+// Handler is the admission handler. It reads service accounts' metadata through Reader (the
+// manager's cache) and, when the cache has not seen one yet, through APIReader.
 type Handler struct {
 	Reader    client.Reader
 	APIReader client.Reader
-	Decoder   admission.Decoder
 	Config    Config
 }
 
 // Setup registers the webhook at Path on the manager's webhook server.
 func Setup(mgr ctrl.Manager, cfg Config) error {
 	registerMetrics()
-	h := &Handler{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), Config: cfg}
+	h := &Handler{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg}
 	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: h})
 	return nil
 }
@@ -61,43 +59,47 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" {
 		return admission.Allowed("not a pod creation")
 	}
-	pod := &corev1.Pod{}
-	if err := h.Decoder.Decode(req, pod); err != nil {
+	// Only what Mutate reads is decoded, and the patch is built from what it appended: a pod is
+	// neither decoded whole nor encoded again and diffed.
+	pod, err := decodePod(req.Object.Raw)
+	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err))
 	}
 	if pod.Labels[UseLabel] != "true" {
 		return admission.Allowed("pod does not use workload identity")
 	}
-	// A controller's pods carry no namespace in their object; the request has it.
-	pod.Namespace = req.Namespace
 	saName := pod.Spec.ServiceAccountName
 	if saName == "" {
 		saName = "default"
 	}
-	log := logf.FromContext(ctx).WithValues("namespace", req.Namespace, "serviceAccount", saName)
 	sa, err := h.serviceAccount(ctx, types.NamespacedName{Namespace: req.Namespace, Name: saName})
 	if err != nil {
-		log.Error(err, "Cannot mutate pod")
+		logf.FromContext(ctx).Error(err, "Cannot mutate pod", "namespace", req.Namespace, "serviceAccount", saName)
 		return admission.Errored(http.StatusBadRequest, err)
 	}
+	before := shapeOf(pod)
 	warnings, err := Mutate(pod, sa, h.Config)
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	raw, err := json.Marshal(pod)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode pod: %w", err))
+	resp := admission.Response{Patches: patch(before, pod), AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+	if len(resp.Patches) > 0 {
+		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+	return resp.WithWarnings(warnings...)
 }
 
+// serviceAccount reads the metadata of a service account (its annotations are all Mutate
+// reads): from the manager's cache, which then holds only service accounts' metadata, and
+// when the cache has not seen it, from the API server.
 func (h *Handler) serviceAccount(ctx context.Context, key types.NamespacedName) (*corev1.ServiceAccount, error) {
-	sa := &corev1.ServiceAccount{}
-	err := h.Reader.Get(ctx, key, sa)
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ServiceAccount"))
+	err := h.Reader.Get(ctx, key, m)
 	if err != nil && h.APIReader != nil {
 		// The cache may not have seen a service account created just before its pod, or may not
 		// watch its namespace (a manager limited to some namespaces).
-		err = h.APIReader.Get(ctx, key, sa)
+		err = h.APIReader.Get(ctx, key, m)
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("service account %s/%s not found", key.Namespace, key.Name)
@@ -105,7 +107,7 @@ func (h *Handler) serviceAccount(ctx context.Context, key types.NamespacedName) 
 	if err != nil {
 		return nil, fmt.Errorf("get service account %s/%s: %w", key.Namespace, key.Name, err)
 	}
-	return sa, nil
+	return &corev1.ServiceAccount{ObjectMeta: m.ObjectMeta}, nil
 }
 
 // Configuration is the MutatingWebhookConfiguration of the webhook: pods CREATE,

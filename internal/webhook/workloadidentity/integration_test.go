@@ -1,22 +1,31 @@
 package workloadidentity_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -288,5 +297,126 @@ func TestReinvocationReachesContainersAddedLater(t *testing.T) {
 			t.Fatal("the late webhook never added its container")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// requestLog records the API requests a manager makes for service accounts.
+type requestLog struct {
+	mu   sync.Mutex
+	list []string // "GET /api/v1/...?... Accept: ..."
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if strings.Contains(r.URL.Path, "/serviceaccounts") {
+			l.mu.Lock()
+			l.list = append(l.list, r.Method+" "+r.URL.RequestURI()+" Accept: "+r.Header.Get("Accept"))
+			l.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestServiceAccountsComeFromAMetadataCache: the webhook as Setup wires it into a manager reads
+// service accounts from the manager's cache, which watches only their metadata (all the webhook
+// reads), so an admission costs no API request and the cache no service account's spec.
+func TestServiceAccountsComeFromAMetadataCache(t *testing.T) {
+	_, _, _, ns := setup(t)
+	rc := rest.CopyConfig(devenvtest.ControlPlane(t).RESTConfig)
+	log := &requestLog{}
+	rc.WrapTransport = log.wrap
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wi.Setup(mgr, whCfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = mgr.GetCache().Start(ctx) }()
+	// Until the cache runs, the handler reads from the API server (the manager serves webhooks
+	// before it starts its caches).
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not start")
+	}
+	// The handler as the webhook server serves it (TLS aside).
+	mux := mgr.GetWebhookServer().WebhookMux()
+	for i := range 5 {
+		p := newPod(fmt.Sprintf("p%d", i), "app", true, nil)
+		p.Namespace = ns
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: types.UID(fmt.Sprint(i)), Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+				Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: ns, Operation: admissionv1.Create,
+				Object: runtime.RawExtension{Raw: raw}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, wi.Path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		var review admissionv1.AdmissionReview
+		if err := json.Unmarshal(w.Body.Bytes(), &review); err != nil || review.Response == nil {
+			t.Fatalf("response %d %s: %v", w.Code, w.Body, err)
+		}
+		if !review.Response.Allowed || len(review.Response.Patch) == 0 {
+			t.Fatalf("pod %d not mutated: %+v", i, review.Response)
+		}
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	metadataWatch := false
+	for _, r := range log.list {
+		if strings.HasPrefix(r, "GET ") && strings.Contains(r, "/serviceaccounts/") {
+			t.Errorf("a service account read from the API server, not the cache: %s", r)
+		}
+		if strings.Contains(r, "watch=true") && strings.Contains(r, "as=PartialObjectMetadata") {
+			metadataWatch = true
+		}
+	}
+	if !metadataWatch {
+		t.Errorf("no metadata-only watch of service accounts; requests: %q", log.list)
+	}
+}
+
+// TestProxySidecarThroughTheAPIServer: the patch that puts the proxy's sidecar in front of the
+// pod's init containers and its init container behind them, as kube-apiserver applies it.
+func TestProxySidecarThroughTheAPIServer(t *testing.T) {
+	cs, _, _, ns := setup(t)
+	withProxy := whCfg
+	withProxy.ProxyImage, withProxy.ProxyInitImage = "proxy:1", "proxy-init:1"
+	webhooktest.Start(t, devenvtest.ControlPlane(t).RESTConfig, withProxy, ns)
+	p := newPod("proxied", "app", true, map[string]string{wi.InjectProxyAnnotation: "true"})
+	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://10.0.0.1:3128"}}
+	got, err := cs.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range got.Spec.InitContainers {
+		names = append(names, c.Name)
+		if envOf(c)[wi.ClientIDEnv] != clientID || !hasTokenMount(c) {
+			t.Errorf("init container %s: env %v mounts %v", c.Name, c.Env, c.VolumeMounts)
+		}
+	}
+	if want := []string{wi.ProxySidecarContainerName, "init", wi.ProxyInitContainerName}; !slices.Equal(names, want) {
+		t.Errorf("init containers %v, want %v", names, want)
+	}
+	if side := got.Spec.InitContainers[0]; envOf(side)["HTTPS_PROXY"] != "http://10.0.0.1:3128" || side.Image != "proxy:1" {
+		t.Errorf("sidecar %+v", side)
+	}
+	if envOf(got.Spec.Containers[0])[wi.ClientIDEnv] != clientID || tokenVolume(got) == nil {
+		t.Errorf("app container or token volume not mutated: %+v", got.Spec)
 	}
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/cerulean/cerulean/internal/devenv"
+	"github.com/cerulean/cerulean/internal/webhook/registration"
+	"github.com/cerulean/cerulean/internal/webhook/webhooks"
+	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
+)
+
+// withNoopWebhook runs fn while the floor of any webhook serves: a handler that answers
+// allowed with no patch, on exactly the stack Cerulean's runs on (webhooks.New's
+// controller-runtime server and certificates, in a manager) and registered with exactly its
+// configuration (wi.Configuration: by URL, failurePolicy Fail, the same objectSelector, timeout
+// and sideEffects). Whatever a webhook adds beyond this is its own handler's cost.
+func withNoopWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn func() (T, error)) (T, error) {
+	var zero T
+	port, err := freePort()
+	if err != nil {
+		return zero, err
+	}
+	w, err := webhooks.New(cp.RESTConfig, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port})
+	if err != nil {
+		return zero, err
+	}
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	if err != nil {
+		return zero, err
+	}
+	var calls atomic.Int64
+	mgr.GetWebhookServer().Register(wi.Path, &webhook.Admission{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		calls.Add(1)
+		return admission.Allowed("")
+	})})
+	if err := w.Rotator().Ensure(ctx); err != nil {
+		return zero, err
+	}
+	c, err := client.New(cp.RESTConfig, client.Options{})
+	if err != nil {
+		return zero, err
+	}
+	cc := registration.ClientConfig{URL: fmt.Sprintf("https://127.0.0.1:%d", port), CABundle: w.Rotator().CABundle()}
+	if err := wi.Apply(ctx, c, cc); err != nil {
+		return zero, err
+	}
+	defer deregisterNoop(ctx, cp, &calls)
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: no-op webhook manager:", err)
+		}
+	}()
+	if err := waitCalled(ctx, cp, &calls, true); err != nil {
+		return zero, fmt.Errorf("the no-op webhook: %w", err)
+	}
+	return fn()
+}
+
+// deregisterNoop removes the configuration and waits until kube-apiserver stops calling it.
+func deregisterNoop(ctx context.Context, cp *devenv.ControlPlane, calls *atomic.Int64) {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return
+	}
+	_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, wi.ConfigurationName, metav1.DeleteOptions{})
+	_ = waitCalled(ctx, cp, calls, false)
+}
+
+// waitCalled waits until a labelled pod's dry-run creation does (called) or does not call the
+// no-op webhook.
+func waitCalled(ctx context.Context, cp *devenv.ControlPlane, calls *atomic.Int64, called bool) error {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		before := calls.Load()
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Labels: map[string]string{wi.UseLabel: "true"}}}
+		p.Spec.ServiceAccountName = "app"
+		p.Spec.Containers = []corev1.Container{{Name: "probe", Image: "probe"}}
+		_, err := cs.CoreV1().Pods(wiNamespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil && (calls.Load() > before) == called {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver did not start or stop calling it (called=%v): %v", called, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

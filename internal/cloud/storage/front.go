@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -86,9 +87,15 @@ func New(o Options) *Service {
 	s := &Service{o: o}
 	// Loopback to Azurite: never through a proxy, and enough idle connections for an SDK's
 	// parallel block uploads.
-	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	// Large buffers both ways: a blob's bytes cross in few reads and writes (4 KiB and 32 KiB
+	// are the defaults).
+	tr := &http.Transport{
+		MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
+		WriteBufferSize: copyBufferSize, ReadBufferSize: copyBufferSize,
+	}
 	s.proxy = &httputil.ReverseProxy{
 		Transport:      tr,
+		BufferPool:     &copyBuffers,
 		Rewrite:        func(*httputil.ProxyRequest) {}, // the request is rewritten before
 		ModifyResponse: s.modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -101,6 +108,23 @@ func New(o Options) *Service {
 	}
 	return s
 }
+
+// copyBufferSize is the size of the buffers a forward copies a body with.
+const copyBufferSize = 256 << 10
+
+// copyBuffers are the response-body buffers of every forward (httputil.BufferPool).
+var copyBuffers bufferPool
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // EngineReady reports, without waiting, whether Azurite listens (an account created now is
 // served at once).

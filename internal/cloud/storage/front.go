@@ -204,7 +204,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, name, svc string
 		writeError(w, r, svc, http.StatusServiceUnavailable, "ServerBusy", "The storage engine (Azurite) is not available: "+err.Error())
 		return
 	}
-	s.forward(w, r, acct.Name, svc, base)
+	// An anonymous read goes on without the cloud's SAS, so that Azurite answers it by the
+	// container's public access level, as Azure does, rather than as the account's owner.
+	signed := r.Header.Get("Authorization") != "" || r.URL.Query().Has("sig")
+	s.forward(w, r, acct.Name, svc, base, signed)
 }
 
 // authError is a refusal in the storage error format.
@@ -274,8 +277,9 @@ func (s *Service) authorizeToken(r *http.Request, acct Account, svc string, o op
 }
 
 // forward sends r to Azurite under the account's product-style host, with the client's
-// credentials replaced by an account SAS of Azurite's key.
-func (s *Service) forward(w http.ResponseWriter, r *http.Request, account, svc, base string) {
+// credentials replaced by an account SAS of Azurite's key when signed (the client's own were
+// checked), with none otherwise.
+func (s *Service) forward(w http.ResponseWriter, r *http.Request, account, svc, base string, signed bool) {
 	u, err := url.Parse(base)
 	if err != nil {
 		writeError(w, r, svc, http.StatusInternalServerError, "InternalError", "The server encountered an internal error.")
@@ -290,10 +294,12 @@ func (s *Service) forward(w http.ResponseWriter, r *http.Request, account, svc, 
 		}
 	}
 	raw := q.Encode()
-	if raw != "" {
-		raw += "&"
+	if signed {
+		if raw != "" {
+			raw += "&"
+		}
+		raw += forwardSAS(account, s.o.Azurite.Key(), s.o.Clock()).Encode()
 	}
-	raw += forwardSAS(account, s.o.Azurite.Key(), s.o.Clock()).Encode()
 	out.URL = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: raw}
 	out.Host = account + Suffixes[svc]
 	out.RequestURI = ""

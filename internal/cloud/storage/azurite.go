@@ -218,11 +218,11 @@ func (a *Azurite) current() (*azuriteRun, error) {
 	return run, nil
 }
 
-// nodeFlags keep an idle Azurite small (issue 23's budget: 150 MiB after transfers; 160–200 MiB
-// without them): V8 sizes its heap for memory rather than peak speed, and its young generation
-// stays at 1 MiB semi-spaces instead of growing to 16 MiB ones after a burst of requests. Blob
-// bytes are files under --location and Node buffers outside V8's heap either way.
-var nodeFlags = []string{"--optimize-for-size", "--max-semi-space-size=1"}
+// nodeFlags keep an idle Azurite smaller (issue 23: 160–200 MiB after the bench's transfers
+// with Node's defaults): V8's young generation stays at 1 MiB semi-spaces instead of growing to
+// 16 MiB ones after a burst of requests. --optimize-for-size saves some 25 MiB more but made
+// Azurite's own blob throughput several times slower in the bench, so it is not used.
+var nodeFlags = []string{"--max-semi-space-size=1"}
 
 // mallocEnv makes glibc give the large buffers of a transfer back to the kernel when they are
 // freed: a fixed mmap threshold (glibc otherwise raises it to the largest buffer freed, and

@@ -47,7 +47,8 @@ func (c *Cloud) startProxy(opts Options) error {
 	}
 	p, err := proxy.Start(proxy.Options{
 		Addr: addr, CA: c.pki.CA, Route: c.routePublic, Clock: opts.Clock,
-		Logger: opts.Logger.With("service", "proxy"),
+		HTTP1Only: func(host string) bool { _, _, ok := storage.ParseHost(host); return ok }, // as Azure Storage
+		Logger:    opts.Logger.With("service", "proxy"),
 	})
 	if err != nil {
 		return err

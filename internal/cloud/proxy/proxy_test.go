@@ -63,6 +63,7 @@ func start(t *testing.T) *env {
 	})
 	p, err := proxy.Start(proxy.Options{
 		Addr: "127.0.0.1:0", CA: ca, Logger: slog.New(slog.NewTextHandler(lb, nil)),
+		HTTP1Only: func(host string) bool { return strings.HasSuffix(host, ".blob.core.windows.net") },
 		Route: func(_ context.Context, host string) (http.Handler, error) {
 			if host == "gone.vault.azure.net" {
 				return nil, proxy.ErrNotServed
@@ -108,6 +109,39 @@ func TestServesPublicNames(t *testing.T) {
 			}
 			if want := host + " " + wantProto + " /x"; res.StatusCode != 200 || string(b) != want {
 				t.Errorf("GET %s: %d %q, want %q", host, res.StatusCode, b, want)
+			}
+		}
+	}
+}
+
+// TestHTTP1OnlyHosts: a host the cloud marks HTTP/1.1-only (a storage data plane, as Azure
+// Storage is) answers a client that offers h2 over HTTP/1.1, through CONNECT and through the
+// cloud's DNS (ServeTLS); every other name still negotiates HTTP/2.
+func TestHTTP1OnlyHosts(t *testing.T) {
+	e := start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.p.ServeTLS(ln)
+	direct := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: e.pool, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: true,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, ln.Addr().String())
+		},
+	}
+	clients := map[string]*http.Client{"CONNECT": e.client(true), "ServeTLS": {Transport: direct, Timeout: time.Minute}}
+	for via, c := range clients {
+		for host, want := range map[string]string{"stdata.blob.core.windows.net": "HTTP/1.1", "management.azure.com": "HTTP/2.0"} {
+			res, err := c.Get("https://" + host + "/x")
+			if err != nil {
+				t.Fatalf("GET %s via %s: %v", host, via, err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			if res.Proto != want || string(b) != host+" "+want+" /x" {
+				t.Errorf("GET %s via %s: %s %q, want %s", host, via, res.Proto, b, want)
 			}
 		}
 	}

@@ -157,7 +157,8 @@ func TestBlobQueueTable(t *testing.T) {
 	if _, err := blob.CreateContainer(ctx, "photos", nil); err != nil {
 		t.Fatalf("create container: %v", err)
 	}
-	payload := bytes.Repeat([]byte("cerulean "), 100_000)
+	// Larger than the forward's copy buffers many times over (one PUT, one GET).
+	payload := bytes.Repeat([]byte("cerulean "), 1_000_000)
 	if _, err := blob.UploadBuffer(ctx, "photos", "a/b.txt", payload, nil); err != nil {
 		t.Fatalf("upload: %v", err)
 	}
@@ -168,6 +169,27 @@ func TestBlobQueueTable(t *testing.T) {
 	names := listBlobs(t, blob, "photos")
 	if len(names) != 1 || names[0] != "a/b.txt" {
 		t.Fatalf("blobs = %v", names)
+	}
+	// Anonymous reads get what the container's public access level allows: nothing of a private
+	// one, the blobs of a public one. Azure Storage speaks HTTP/1.1 only, and so do the data
+	// planes to a client offering h2.
+	if _, err := blob.CreateContainer(ctx, "public", &azblob.CreateContainerOptions{Access: to.Ptr(azblob.PublicAccessTypeBlob)}); err != nil {
+		t.Fatalf("create public container: %v", err)
+	}
+	if _, err := blob.UploadBuffer(ctx, "public", "p.txt", []byte("hello"), nil); err != nil {
+		t.Fatalf("upload: %v", err)
+	}
+	anon := e.clientOptions(t).Transport.(*http.Client)
+	for path, want := range map[string]int{"photos/a/b.txt": http.StatusForbidden, "public/p.txt": http.StatusOK} {
+		res, err := anon.Get(e.blobURL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if res.Proto != "HTTP/1.1" || res.StatusCode != want || want == http.StatusOK && string(b) != "hello" {
+			t.Fatalf("anonymous GET %s: %s %d %.100q, want HTTP/1.1 %d", path, res.Proto, res.StatusCode, b, want)
+		}
 	}
 
 	// Queue, from a connection string with the second key.

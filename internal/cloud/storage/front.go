@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -86,9 +87,15 @@ func New(o Options) *Service {
 	s := &Service{o: o}
 	// Loopback to Azurite: never through a proxy, and enough idle connections for an SDK's
 	// parallel block uploads.
-	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	// Large buffers both ways: a blob's bytes cross in few reads and writes (4 KiB and 32 KiB
+	// are the defaults).
+	tr := &http.Transport{
+		MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
+		WriteBufferSize: copyBufferSize, ReadBufferSize: copyBufferSize,
+	}
 	s.proxy = &httputil.ReverseProxy{
 		Transport:      tr,
+		BufferPool:     &copyBuffers,
 		Rewrite:        func(*httputil.ProxyRequest) {}, // the request is rewritten before
 		ModifyResponse: s.modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -101,6 +108,23 @@ func New(o Options) *Service {
 	}
 	return s
 }
+
+// copyBufferSize is the size of the buffers a forward copies a body with.
+const copyBufferSize = 256 << 10
+
+// copyBuffers are the response-body buffers of every forward (httputil.BufferPool).
+var copyBuffers bufferPool
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // EngineReady reports, without waiting, whether Azurite listens (an account created now is
 // served at once).
@@ -180,7 +204,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, name, svc string
 		writeError(w, r, svc, http.StatusServiceUnavailable, "ServerBusy", "The storage engine (Azurite) is not available: "+err.Error())
 		return
 	}
-	s.forward(w, r, acct.Name, svc, base)
+	// An anonymous read goes on without the cloud's SAS, so that Azurite answers it by the
+	// container's public access level, as Azure does, rather than as the account's owner.
+	signed := r.Header.Get("Authorization") != "" || r.URL.Query().Has("sig")
+	s.forward(w, r, acct.Name, svc, base, signed)
 }
 
 // authError is a refusal in the storage error format.
@@ -250,8 +277,9 @@ func (s *Service) authorizeToken(r *http.Request, acct Account, svc string, o op
 }
 
 // forward sends r to Azurite under the account's product-style host, with the client's
-// credentials replaced by an account SAS of Azurite's key.
-func (s *Service) forward(w http.ResponseWriter, r *http.Request, account, svc, base string) {
+// credentials replaced by an account SAS of Azurite's key when signed (the client's own were
+// checked), with none otherwise.
+func (s *Service) forward(w http.ResponseWriter, r *http.Request, account, svc, base string, signed bool) {
 	u, err := url.Parse(base)
 	if err != nil {
 		writeError(w, r, svc, http.StatusInternalServerError, "InternalError", "The server encountered an internal error.")
@@ -266,10 +294,12 @@ func (s *Service) forward(w http.ResponseWriter, r *http.Request, account, svc, 
 		}
 	}
 	raw := q.Encode()
-	if raw != "" {
-		raw += "&"
+	if signed {
+		if raw != "" {
+			raw += "&"
+		}
+		raw += forwardSAS(account, s.o.Azurite.Key(), s.o.Clock()).Encode()
 	}
-	raw += forwardSAS(account, s.o.Azurite.Key(), s.o.Clock()).Encode()
 	out.URL = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: raw}
 	out.Host = account + Suffixes[svc]
 	out.RequestURI = ""

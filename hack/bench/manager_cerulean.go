@@ -68,6 +68,10 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 	if err != nil {
 		return nil, err
 	}
+	metrics, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	env := append(proxyEnv(s.me.cloud),
 		"AZURE_TARGET_NAMESPACES="+ns,
 		"AZURE_SYNC_PERIOD="+mgrSync.String(),
@@ -75,7 +79,7 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 	args := []string{"manager",
 		"--kubeconfig=" + s.me.cp.Kubeconfig,
 		"--health-addr=127.0.0.1:" + strconv.Itoa(health),
-		"--metrics-addr=0",
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics),
 	}
 	if *mgrVerbose {
 		args = append(args, "--v")
@@ -88,6 +92,7 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 		p.stop()
 		return nil, err
 	}
+	p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	return p, nil
 }
 

@@ -358,11 +358,15 @@ func workload(ns, group string, n int, issuer string) []*unstructured.Unstructur
 }
 
 // gvrOf is an object's resource: its apiVersion and its CRD's plural (the kind lowercased, plus
-// "s" except where the CRD says otherwise).
+// "s", "y" made "ies", Redis unchanged).
 func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
 	gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
 	plural := strings.ToLower(u.GetKind())
-	if !strings.HasSuffix(plural, "redis") {
+	switch {
+	case strings.HasSuffix(plural, "redis"):
+	case strings.HasSuffix(plural, "y"): // UserAssignedIdentity: userassignedidentities
+		plural = strings.TrimSuffix(plural, "y") + "ies"
+	default:
 		plural += "s"
 	}
 	return gv.WithResource(plural)

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cerulean/cerulean/internal/manifests"
 )
 
 func TestPerResourceHourScalesTheWindowToAnHour(t *testing.T) {
@@ -64,4 +69,34 @@ func TestManagerRowsNameTheCapWhenReached(t *testing.T) {
 		}
 	}
 	t.Fatalf("no cap row in %+v", rows)
+}
+
+// createAll and releaseObjects address each object by gvrOf: the plural of every kind the
+// manager benches create must be its CRD's.
+func TestGVROfIsTheCRDsPlural(t *testing.T) {
+	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs: %v", err)
+	}
+	plurals := map[string]string{}
+	for _, f := range files {
+		docs, err := manifests.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			kind, _, _ := unstructured.NestedString(d.Object, "spec", "names", "kind")
+			plural, _, _ := unstructured.NestedString(d.Object, "spec", "names", "plural")
+			group, _, _ := unstructured.NestedString(d.Object, "spec", "group")
+			plurals[group+"/"+kind] = plural
+		}
+	}
+	objs := groupedWorkload("ns", "rg", 2, 2, "https://issuer")
+	objs = append(objs, serviceWorkload(nil, "bench-test", "rg").objs...)
+	for _, u := range objs {
+		gvr := gvrOf(u)
+		if want := plurals[gvr.Group+"/"+u.GetKind()]; gvr.Resource != want {
+			t.Errorf("gvrOf(%s) = %q, the CRD's plural is %q", u.GetKind(), gvr.Resource, want)
+		}
+	}
 }

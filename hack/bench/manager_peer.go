@@ -71,6 +71,10 @@ type peerResult struct {
 	window                time.Duration // steady state counted
 	reads, writes, tokens int           // ARM reads, ARM writes and token requests in the window
 	peakRSS               int64         // bytes, the process's high-water mark over the whole run
+	// peakAnon is the highest anonymous resident memory sampled (heap, stacks): peakRSS less
+	// the pages of the executable the kernel maps in, which vary with the machine's memory
+	// pressure rather than with the manager's objects.
+	peakAnon int64
 	// From the start of the creates until every object was Ready: the process's CPU time, and
 	// the deltas of its controller_runtime_reconcile_total and rest_client_requests_total.
 	cpu                     time.Duration
@@ -202,6 +206,8 @@ func managerRows(res map[string]peerResult) []row {
 		cer.perResourceHour(cer.tokens), aso.perResourceHour(aso.tokens), num)
 	add(fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects),
 		float64(cer.peakRSS), float64(aso.peakRSS), mib)
+	add("manager memory, peak anonymous RSS (heap and stacks, without the executable's mapped pages; sampled every 0.5 s)",
+		float64(cer.peakAnon), float64(aso.peakAnon), mib)
 	if hasC {
 		rows = append(rows, row{benchmark: fmt.Sprintf("Cerulean's manager memory with %d objects (peak RSS)", cer.objects), result: mib(float64(cer.peakRSS))})
 	}
@@ -305,6 +311,7 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *
 		}
 	}
 	res.peakRSS = proc.peakRSS()
+	res.peakAnon = proc.peakAnon()
 	return res, nil
 }
 
@@ -511,6 +518,7 @@ type managerProcess struct {
 	metricsURL string // its Prometheus endpoint, if it serves one
 	exited     chan struct{}
 	hwm        int64 // the last VmHWM read while it ran
+	anon       int64 // the highest RssAnon read while it ran
 	mu         sync.Mutex
 }
 
@@ -556,14 +564,21 @@ func (p *managerProcess) sample() {
 		return
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err == nil {
-				p.mu.Lock()
-				p.hwm = max(p.hwm, kb*1024)
-				p.mu.Unlock()
-			}
+		name, v, _ := strings.Cut(line, ":")
+		if name != "VmHWM" && name != "RssAnon" {
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			continue
+		}
+		p.mu.Lock()
+		if name == "VmHWM" {
+			p.hwm = max(p.hwm, kb*1024)
+		} else {
+			p.anon = max(p.anon, kb*1024)
+		}
+		p.mu.Unlock()
 	}
 }
 
@@ -621,6 +636,13 @@ func (p *managerProcess) scrape(ctx context.Context) map[string]float64 {
 		}
 	}
 	return out
+}
+
+func (p *managerProcess) peakAnon() int64 {
+	p.sample()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.anon
 }
 
 func (p *managerProcess) peakRSS() int64 {

@@ -23,16 +23,17 @@ func TestPerResourceHourScalesTheWindowToAnHour(t *testing.T) {
 
 func TestManagerRowsGiveRatiosOfASOOnlyWhereASOCounted(t *testing.T) {
 	res := map[string]peerResult{
-		"cerulean": {pairs: 1, objects: 3, ready: 3, readyIn: 20 * time.Second, window: time.Hour, reads: 6, peakRSS: 50 << 20},
-		"aso":      {pairs: 1, objects: 3, ready: 3, readyIn: 10 * time.Second, window: time.Hour, reads: 3, writes: 3, peakRSS: 100 << 20},
+		"cerulean": {pairs: 1, objects: 3, ready: 3, readyIn: 20 * time.Second, window: time.Hour, reads: 6, peakRSS: 50 << 20, peakAnon: 20 << 20},
+		"aso":      {pairs: 1, objects: 3, ready: 3, readyIn: 10 * time.Second, window: time.Hour, reads: 3, writes: 3, peakRSS: 100 << 20, peakAnon: 40 << 20},
 	}
 	rows := managerRows(res)
 	want := map[string]string{
-		"time to Ready":      "2.00× of ASO",
-		"ARM writes":         "0.00× of ASO",
-		"ARM reads":          "2.00× of ASO",
-		"token requests":     "", // zero for both: no ratio, not " of ASO"
-		"manager memory, pe": "0.50× of ASO",
+		"time to Ready":                  "2.00× of ASO",
+		"ARM writes":                     "0.00× of ASO",
+		"ARM reads":                      "2.00× of ASO",
+		"token requests":                 "", // zero for both: no ratio, not " of ASO"
+		"manager memory, peak RSS":       "0.50× of ASO",
+		"manager memory, peak anonymous": "0.50× of ASO",
 	}
 	for prefix, vs := range want {
 		found := false

@@ -138,6 +138,8 @@ func scaleRows(res map[string]peerResult) []row {
 		add("objects Ready within the cap", func(r peerResult) float64 { return float64(r.ready) }, func(v float64) string { return strconv.Itoa(int(v)) })
 	}
 	add(fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects), func(r peerResult) float64 { return float64(r.peakRSS) }, mib)
+	add("manager memory, peak anonymous RSS (heap and stacks, without the executable's mapped pages; sampled every 0.5 s)",
+		func(r peerResult) float64 { return float64(r.peakAnon) }, mib)
 	add("manager CPU time, create to all Ready", func(r peerResult) float64 { return r.cpu.Seconds() }, secs)
 	add("reconciles, create to all Ready (controller_runtime_reconcile_total)", func(r peerResult) float64 { return r.reconciles }, func(v float64) string { return strconv.Itoa(int(v)) })
 	add("CPU time per reconcile", func(r peerResult) float64 {

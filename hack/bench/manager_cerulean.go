@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cerulean/cerulean/internal/manifests"
@@ -59,6 +61,17 @@ func (s *ceruleanState) install(ctx context.Context) error {
 func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
+	}
+	// By default a namespace's resources stay inside the ARM scopes a NamespaceGrant gives it:
+	// the subscription, as a cluster admin trusting the namespace would (ASO trusts every one).
+	grant := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cerulean.dev/v1alpha1", "kind": "NamespaceGrant",
+		"metadata": map[string]any{"name": "bench-" + ns},
+		"spec":     map[string]any{"namespaces": []any{ns}, "scopes": []any{"/subscriptions/*"}},
+	}}
+	_, err := s.me.dyn.Resource(gvrOf(grant)).Create(ctx, grant, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("grant %s its ARM scopes: %w", ns, err)
 	}
 	bin := filepath.Join(s.dir, "cerulean")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/cerulean").CombinedOutput(); err != nil {

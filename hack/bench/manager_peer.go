@@ -284,7 +284,7 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *
 	switch {
 	case errors.Is(err, errCapReached):
 		// Recorded, not fatal: the row says how many were Ready within the cap.
-		fmt.Fprintf(os.Stderr, "  %s: %d of %d Ready within %s\n", p.name, res.ready, len(objs), *mgrCap)
+		fmt.Fprintf(os.Stderr, "  %s: %d of %d Ready within %s\n", p.name, res.ready, len(objs), wl.cap())
 	case err != nil:
 		return res, fmt.Errorf("wait for Ready (%d of %d): %w", res.ready, len(objs), err)
 	}

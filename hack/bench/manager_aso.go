@@ -205,6 +205,7 @@ func (s *asoState) start(ctx context.Context, ns string) (*managerProcess, error
 		p.stop()
 		return nil, err
 	}
+	p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	return p, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cerulean/cerulean/internal/manifests"
@@ -60,11 +62,26 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
 	}
+	// By default a namespace's resources stay inside the ARM scopes a NamespaceGrant gives it:
+	// the subscription, as a cluster admin trusting the namespace would (ASO trusts every one).
+	grant := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cerulean.dev/v1alpha1", "kind": "NamespaceGrant",
+		"metadata": map[string]any{"name": "bench-" + ns},
+		"spec":     map[string]any{"namespaces": []any{ns}, "scopes": []any{"/subscriptions/*"}},
+	}}
+	_, err := s.me.dyn.Resource(gvrOf(grant)).Create(ctx, grant, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("grant %s its ARM scopes: %w", ns, err)
+	}
 	bin := filepath.Join(s.dir, "cerulean")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/cerulean").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build cerulean: %w\n%s", err, out)
 	}
 	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := freePort()
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +92,7 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 	args := []string{"manager",
 		"--kubeconfig=" + s.me.cp.Kubeconfig,
 		"--health-addr=127.0.0.1:" + strconv.Itoa(health),
-		"--metrics-addr=0",
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics),
 	}
 	if *mgrVerbose {
 		args = append(args, "--v")
@@ -88,6 +105,7 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 		p.stop()
 		return nil, err
 	}
+	p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	return p, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -70,6 +71,14 @@ type peerResult struct {
 	window                time.Duration // steady state counted
 	reads, writes, tokens int           // ARM reads, ARM writes and token requests in the window
 	peakRSS               int64         // bytes, the process's high-water mark over the whole run
+	// peakAnon is the highest anonymous resident memory sampled (heap, stacks): peakRSS less
+	// the pages of the executable the kernel maps in, which vary with the machine's memory
+	// pressure rather than with the manager's objects.
+	peakAnon int64
+	// From the start of the creates until every object was Ready: the process's CPU time, and
+	// the deltas of its controller_runtime_reconcile_total and rest_client_requests_total.
+	cpu                     time.Duration
+	reconciles, apiRequests float64
 }
 
 // perResourceHour scales a count over the steady-state window to one resource and one hour.
@@ -197,6 +206,8 @@ func managerRows(res map[string]peerResult) []row {
 		cer.perResourceHour(cer.tokens), aso.perResourceHour(aso.tokens), num)
 	add(fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects),
 		float64(cer.peakRSS), float64(aso.peakRSS), mib)
+	add("manager memory, peak anonymous RSS (heap and stacks, without the executable's mapped pages; sampled every 0.5 s)",
+		float64(cer.peakAnon), float64(aso.peakAnon), mib)
 	if hasC {
 		rows = append(rows, row{benchmark: fmt.Sprintf("Cerulean's manager memory with %d objects (peak RSS)", cer.objects), result: mib(float64(cer.peakRSS))})
 	}
@@ -209,6 +220,14 @@ type benchWorkload struct {
 	prereqs []*unstructured.Unstructured // created first, not counted (a password's Secret)
 	objs    []*unstructured.Unstructured
 	gvrs    []schema.GroupVersionResource
+	limit   time.Duration // the wait for Ready; zero: -manager-ready-cap
+}
+
+func (w benchWorkload) cap() time.Duration {
+	if w.limit > 0 {
+		return w.limit
+	}
+	return *mgrCap
 }
 
 // runPeer installs the manager's CRDs, starts it, applies the workload, waits for Ready, counts
@@ -251,16 +270,21 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *
 
 	objs := wl.objs
 	res := peerResult{pairs: wl.sets, objects: len(objs)}
+	cpu0, before := proc.cpuTime(), proc.scrape(ctx)
 	start := time.Now()
 	if err := createAll(ctx, me.dyn, objs); err != nil {
 		return res, err
 	}
-	res.ready, err = waitReady(ctx, me.dyn, ns, wl.gvrs, len(objs), *mgrCap, proc)
+	res.ready, err = waitReady(ctx, me.dyn, ns, wl.gvrs, len(objs), wl.cap(), proc)
 	res.readyIn = time.Since(start)
+	after := proc.scrape(ctx)
+	res.cpu = proc.cpuTime() - cpu0
+	res.reconciles = after["controller_runtime_reconcile_total"] - before["controller_runtime_reconcile_total"]
+	res.apiRequests = after["rest_client_requests_total"] - before["rest_client_requests_total"]
 	switch {
 	case errors.Is(err, errCapReached):
 		// Recorded, not fatal: the row says how many were Ready within the cap.
-		fmt.Fprintf(os.Stderr, "  %s: %d of %d Ready within %s\n", p.name, res.ready, len(objs), *mgrCap)
+		fmt.Fprintf(os.Stderr, "  %s: %d of %d Ready within %s\n", p.name, res.ready, len(objs), wl.cap())
 	case err != nil:
 		return res, fmt.Errorf("wait for Ready (%d of %d): %w", res.ready, len(objs), err)
 	}
@@ -287,6 +311,7 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *
 		}
 	}
 	res.peakRSS = proc.peakRSS()
+	res.peakAnon = proc.peakAnon()
 	return res, nil
 }
 
@@ -340,11 +365,15 @@ func workload(ns, group string, n int, issuer string) []*unstructured.Unstructur
 }
 
 // gvrOf is an object's resource: its apiVersion and its CRD's plural (the kind lowercased, plus
-// "s" except where the CRD says otherwise).
+// "s", "y" made "ies", Redis unchanged).
 func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
 	gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
 	plural := strings.ToLower(u.GetKind())
-	if !strings.HasSuffix(plural, "redis") {
+	switch {
+	case strings.HasSuffix(plural, "redis"):
+	case strings.HasSuffix(plural, "y"): // UserAssignedIdentity: userassignedidentities
+		plural = strings.TrimSuffix(plural, "y") + "ies"
+	default:
 		plural += "s"
 	}
 	return gv.WithResource(plural)
@@ -390,6 +419,9 @@ var errCapReached = errors.New("cap reached")
 func waitReady(ctx context.Context, dyn dynamic.Interface, ns string, gvrs []schema.GroupVersionResource, count int, limit time.Duration, proc *managerProcess) (int, error) {
 	deadline := time.Now().Add(limit)
 	last, lastChange := -1, time.Now()
+	// Listing every object costs the API server (and the machine the managers share) in
+	// proportion: at thousands of objects, look less often.
+	poll := max(time.Second, time.Duration(count/1000)*time.Second)
 	for {
 		ready := 0
 		for _, gvr := range gvrs {
@@ -418,7 +450,7 @@ func waitReady(ctx context.Context, dyn dynamic.Interface, ns string, gvrs []sch
 			return ready, ctx.Err()
 		case <-proc.exited:
 			return ready, errors.New("manager exited")
-		case <-time.After(time.Second):
+		case <-time.After(poll):
 		}
 	}
 }
@@ -481,11 +513,13 @@ func releaseObjects(ctx context.Context, dyn dynamic.Interface, ns string, gvrs 
 
 // managerProcess is a manager running as a child process, its output in a log file.
 type managerProcess struct {
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	hwm     int64 // the last VmHWM read while it ran
-	mu      sync.Mutex
+	cmd        *exec.Cmd
+	logPath    string
+	metricsURL string // its Prometheus endpoint, if it serves one
+	exited     chan struct{}
+	hwm        int64 // the last VmHWM read while it ran
+	anon       int64 // the highest RssAnon read while it ran
+	mu         sync.Mutex
 }
 
 // startProcess starts bin with args and env (added to a minimal environment), output to
@@ -530,15 +564,85 @@ func (p *managerProcess) sample() {
 		return
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err == nil {
-				p.mu.Lock()
-				p.hwm = max(p.hwm, kb*1024)
-				p.mu.Unlock()
-			}
+		name, v, _ := strings.Cut(line, ":")
+		if name != "VmHWM" && name != "RssAnon" {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			continue
+		}
+		p.mu.Lock()
+		if name == "VmHWM" {
+			p.hwm = max(p.hwm, kb*1024)
+		} else {
+			p.anon = max(p.anon, kb*1024)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far (/proc/PID/stat, in the kernel's
+// 100 ticks a second).
+func (p *managerProcess) cpuTime() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name (which may hold spaces) end with ")".
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// scrape sums each counter of the process's metrics endpoint over its labels (nil when it
+// serves none).
+func (p *managerProcess) scrape(ctx context.Context) map[string]float64 {
+	out := map[string]float64{}
+	if p.metricsURL == "" {
+		return out
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metricsURL, nil)
+	if err != nil {
+		return out
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "    scrape %s: %v\n", p.metricsURL, err)
+		return out
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		name := line[:i]
+		if j := strings.IndexByte(name, '{'); j >= 0 {
+			name = name[:j]
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[name] += v
 		}
 	}
+	return out
+}
+
+func (p *managerProcess) peakAnon() int64 {
+	p.sample()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.anon
 }
 
 func (p *managerProcess) peakRSS() int64 {

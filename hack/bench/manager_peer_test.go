@@ -1,9 +1,14 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cerulean/cerulean/internal/manifests"
 )
 
 func TestPerResourceHourScalesTheWindowToAnHour(t *testing.T) {
@@ -18,16 +23,17 @@ func TestPerResourceHourScalesTheWindowToAnHour(t *testing.T) {
 
 func TestManagerRowsGiveRatiosOfASOOnlyWhereASOCounted(t *testing.T) {
 	res := map[string]peerResult{
-		"cerulean": {pairs: 1, objects: 3, ready: 3, readyIn: 20 * time.Second, window: time.Hour, reads: 6, peakRSS: 50 << 20},
-		"aso":      {pairs: 1, objects: 3, ready: 3, readyIn: 10 * time.Second, window: time.Hour, reads: 3, writes: 3, peakRSS: 100 << 20},
+		"cerulean": {pairs: 1, objects: 3, ready: 3, readyIn: 20 * time.Second, window: time.Hour, reads: 6, peakRSS: 50 << 20, peakAnon: 20 << 20},
+		"aso":      {pairs: 1, objects: 3, ready: 3, readyIn: 10 * time.Second, window: time.Hour, reads: 3, writes: 3, peakRSS: 100 << 20, peakAnon: 40 << 20},
 	}
 	rows := managerRows(res)
 	want := map[string]string{
-		"time to Ready":      "2.00× of ASO",
-		"ARM writes":         "0.00× of ASO",
-		"ARM reads":          "2.00× of ASO",
-		"token requests":     "", // zero for both: no ratio, not " of ASO"
-		"manager memory, pe": "0.50× of ASO",
+		"time to Ready":                  "2.00× of ASO",
+		"ARM writes":                     "0.00× of ASO",
+		"ARM reads":                      "2.00× of ASO",
+		"token requests":                 "", // zero for both: no ratio, not " of ASO"
+		"manager memory, peak RSS":       "0.50× of ASO",
+		"manager memory, peak anonymous": "0.50× of ASO",
 	}
 	for prefix, vs := range want {
 		found := false
@@ -64,4 +70,34 @@ func TestManagerRowsNameTheCapWhenReached(t *testing.T) {
 		}
 	}
 	t.Fatalf("no cap row in %+v", rows)
+}
+
+// createAll and releaseObjects address each object by gvrOf: the plural of every kind the
+// manager benches create must be its CRD's.
+func TestGVROfIsTheCRDsPlural(t *testing.T) {
+	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs: %v", err)
+	}
+	plurals := map[string]string{}
+	for _, f := range files {
+		docs, err := manifests.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			kind, _, _ := unstructured.NestedString(d.Object, "spec", "names", "kind")
+			plural, _, _ := unstructured.NestedString(d.Object, "spec", "names", "plural")
+			group, _, _ := unstructured.NestedString(d.Object, "spec", "group")
+			plurals[group+"/"+kind] = plural
+		}
+	}
+	objs := groupedWorkload("ns", "rg", 2, 2, "https://issuer")
+	objs = append(objs, serviceWorkload(nil, "bench-test", "rg").objs...)
+	for _, u := range objs {
+		gvr := gvrOf(u)
+		if want := plurals[gvr.Group+"/"+u.GetKind()]; gvr.Resource != want {
+			t.Errorf("gvrOf(%s) = %q, the CRD's plural is %q", u.GetKind(), gvr.Resource, want)
+		}
+	}
 }

@@ -54,6 +54,7 @@ func serviceRows(r peerResult) []row {
 		row{benchmark: "ARM reads (GET) per resource per hour, " + window, result: "Cerulean " + num(r.perResourceHour(r.reads))},
 		row{benchmark: "token requests per resource per hour, " + window, result: "Cerulean " + num(r.perResourceHour(r.tokens))},
 		row{benchmark: fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", r.objects), result: fmt.Sprintf("Cerulean %.0f MiB", float64(r.peakRSS)/(1<<20))},
+		row{benchmark: "manager memory, peak anonymous RSS (heap and stacks; sampled every 0.5 s)", result: fmt.Sprintf("Cerulean %.0f MiB", float64(r.peakAnon)/(1<<20))},
 	)
 }
 

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -174,13 +173,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	ctrl.SetLogger(opts.Logger)
 	klog.SetLogger(opts.Logger) // client-go's leader election and informers log through klog
-	cacheOpts := cache.Options{}
-	if len(opts.TargetNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, n := range opts.TargetNamespaces {
-			cacheOpts.DefaultNamespaces[n] = cache.Config{}
-		}
-	}
+	cacheOpts := cacheOptions(opts.TargetNamespaces)
 	metricsAddr := opts.MetricsAddr
 	if metricsAddr == "" {
 		metricsAddr = "0"
@@ -214,6 +207,7 @@ func Run(ctx context.Context, opts Options) error {
 		Logger:                        opts.Logger,
 		Cache:                         cacheOpts,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		NewClient:                     newClient,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        healthAddr,
 		LeaderElection:                opts.LeaderElection,

@@ -1,0 +1,150 @@
+package manager
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cerulean/cerulean/internal/controller/credentials"
+	"github.com/cerulean/cerulean/internal/controller/exports"
+	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
+)
+
+// The manager's cache holds the data of the Secrets and ConfigMaps it owns or reads at every
+// reconcile, and only the metadata of the cluster's others (kubectl's copy of their data
+// included); its client still reads those others' current data, from the API server.
+func TestCacheHoldsOnlyTheDataTheManagerOwns(t *testing.T) {
+	cp := devenvtest.ControlPlane(t)
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("cache-scope-%d", time.Now().UnixNano()%100000)
+	if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+
+	const unrelated = 40
+	big := strings.Repeat("x", 8<<10)
+	for i := range unrelated {
+		meta := metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("unrelated-%02d", i),
+			Annotations: map[string]string{lastApplied: `{"data":{"v":"` + big + `"}}`}}
+		if err := admin.Create(t.Context(), &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"v": big}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"v": big}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owned := []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "export",
+			Annotations: map[string]string{exports.AnnotationKeyOwners: `{"k":"uid"}`}}, StringData: map[string]string{"k": "exported"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "export",
+			Annotations: map[string]string{exports.AnnotationKeyOwners: `{"k":"uid"}`}}, Data: map[string]string{"k": "exported"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: credentials.NamespaceSecretName}, StringData: map[string]string{"k": "credential"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{credentials.FinalizerInUse}},
+			StringData: map[string]string{"k": "held"}},
+	}
+	for _, o := range owned {
+		if err := admin.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		held := &corev1.Secret{}
+		if admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "held"}, held) == nil {
+			held.Finalizers = nil
+			_ = admin.Update(t.Context(), held)
+		}
+	})
+
+	opts := cacheOptions([]string{ns})
+	opts.Scheme = scheme
+	c, err := cache.New(cp.RESTConfig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(t.Context()) }()
+	if !c.WaitForCacheSync(t.Context()) {
+		t.Fatal("cache did not sync")
+	}
+
+	secrets := &corev1.SecretList{}
+	if err := c.List(t.Context(), secrets, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	cms := &corev1.ConfigMapList{}
+	if err := c.List(t.Context(), cms, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	withData := map[string]bool{}
+	for _, s := range secrets.Items {
+		if len(s.Data) > 0 {
+			withData["Secret "+s.Name] = true
+		}
+		if _, ok := s.Annotations[lastApplied]; ok {
+			t.Errorf("the cache holds Secret %s's last-applied copy", s.Name)
+		}
+		if len(s.ManagedFields) > 0 {
+			t.Errorf("the cache holds Secret %s's managedFields", s.Name)
+		}
+	}
+	for _, m := range cms.Items {
+		if len(m.Data) > 0 {
+			withData["ConfigMap "+m.Name] = true
+		}
+		if _, ok := m.Annotations[lastApplied]; ok {
+			t.Errorf("the cache holds ConfigMap %s's last-applied copy", m.Name)
+		}
+	}
+	want := map[string]bool{"Secret export": true, "ConfigMap export": true, "Secret " + credentials.NamespaceSecretName: true, "Secret held": true}
+	if fmt.Sprint(withData) != fmt.Sprint(want) {
+		t.Errorf("the cache holds the data of %v, want only %v (of %d Secrets and %d ConfigMaps listed)", withData, want, len(secrets.Items), len(cms.Items))
+	}
+	if len(secrets.Items) < unrelated || len(cms.Items) < unrelated {
+		t.Errorf("the cache lists %d Secrets and %d ConfigMaps: their changes must still be watched", len(secrets.Items), len(cms.Items))
+	}
+
+	// The manager's client reads an unrelated Secret's current data, and sees its change.
+	mc, err := newClient(cp.RESTConfig, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "unrelated-07"}
+	s := &corev1.Secret{}
+	if err := mc.Get(t.Context(), key, s); err != nil {
+		t.Fatal(err)
+	}
+	if string(s.Data["v"]) != big || s.Annotations[AnnotationDataNotCached] != "" {
+		t.Fatalf("the manager's client read %d bytes (annotations %v), want the Secret's data", len(s.Data["v"]), s.Annotations)
+	}
+	s.Data = map[string][]byte{"v": []byte("changed")}
+	if err := admin.Update(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Secret{}
+	if err := mc.Get(t.Context(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data["v"]) != "changed" {
+		t.Errorf("after the change the manager's client read %q", got.Data["v"])
+	}
+	cm := &corev1.ConfigMap{}
+	if err := mc.Get(t.Context(), key, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["v"] != big {
+		t.Errorf("the manager's client read ConfigMap data of %d bytes", len(cm.Data["v"]))
+	}
+}

@@ -55,7 +55,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require k8s.io/kms v0.36.3 // indirect
+require k8s.io/kms v0.36.3
 
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

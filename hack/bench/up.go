@@ -72,7 +72,10 @@ func runUpUntilReady(ctx context.Context, binDir, dir string) (time.Duration, er
 	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	select {
-	case <-exited:
+	case err := <-exited:
+		if err != nil {
+			return 0, fmt.Errorf("cerulean-local up, interrupted, did not stop cleanly (log: %s): %w", log.Name(), err)
+		}
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
 		return 0, fmt.Errorf("cerulean-local up did not stop within 2 minutes of an interrupt (log: %s)", log.Name())

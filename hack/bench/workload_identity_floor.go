@@ -103,7 +103,10 @@ func waitCalled(ctx context.Context, cp *devenv.ControlPlane, calls *atomic.Int6
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver did not start or stop calling it (called=%v): %v", called, err)
+			if err != nil {
+				return fmt.Errorf("kube-apiserver did not start or stop calling it (called=%v): %w", called, err)
+			}
+			return fmt.Errorf("kube-apiserver did not start or stop calling it (called=%v)", called)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

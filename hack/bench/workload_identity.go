@@ -238,37 +238,51 @@ func paced(ctx context.Context, rate, total int, fn func(context.Context) error)
 // withCeruleanWebhook runs fn while a manager serves Cerulean's webhook on loopback.
 func withCeruleanWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn func() (T, error)) (T, error) {
 	var zero T
-	port, err := freePort()
-	if err != nil {
-		return zero, err
-	}
-	w, err := webhooks.New(cp.RESTConfig, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port,
-		WorkloadIdentity: wi.Config{TenantID: "99999999-8888-7777-6666-555555555555"}})
-	if err != nil {
-		return zero, err
-	}
-	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	w, mgr, _, err := newWebhookManager(cp, wi.Config{TenantID: "99999999-8888-7777-6666-555555555555"})
 	if err != nil {
 		return zero, err
 	}
 	if err := w.Setup(ctx, mgr); err != nil {
 		return zero, err
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "bench: manager:", err)
-		}
-	}()
+	defer runManager(ctx, mgr, "manager")()
 	if err := waitMutated(ctx, cp); err != nil {
 		return zero, err
 	}
 	defer deregister(ctx, cp)
 	return fn()
+}
+
+// newWebhookManager is a manager serving webhooks.New's server (its certificates, on a free
+// loopback port), Cerulean's webhook stack, configured with cfg.
+func newWebhookManager(cp *devenv.ControlPlane, cfg wi.Config) (*webhooks.Webhooks, ctrl.Manager, int, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	w, err := webhooks.New(cp.RESTConfig, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port, WorkloadIdentity: cfg})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return w, mgr, port, nil
+}
+
+// runManager starts mgr and returns what stops it and waits for its end.
+func runManager(ctx context.Context, mgr ctrl.Manager, name string) (stop func()) {
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", name, err)
+		}
+	}
 }
 
 // withUpstreamWebhook runs fn while the upstream webhook runs as a process with a certificate of

@@ -3,23 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/webhook/registration"
-	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -30,16 +25,7 @@ import (
 // and sideEffects). Whatever a webhook adds beyond this is its own handler's cost.
 func withNoopWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn func() (T, error)) (T, error) {
 	var zero T
-	port, err := freePort()
-	if err != nil {
-		return zero, err
-	}
-	w, err := webhooks.New(cp.RESTConfig, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port})
-	if err != nil {
-		return zero, err
-	}
-	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	w, mgr, port, err := newWebhookManager(cp, wi.Config{})
 	if err != nil {
 		return zero, err
 	}
@@ -60,15 +46,7 @@ func withNoopWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn fun
 		return zero, err
 	}
 	defer deregisterNoop(ctx, cp, &calls)
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "bench: no-op webhook manager:", err)
-		}
-	}()
+	defer runManager(ctx, mgr, "no-op webhook manager")()
 	if err := waitCalled(ctx, cp, &calls, true); err != nil {
 		return zero, fmt.Errorf("the no-op webhook: %w", err)
 	}

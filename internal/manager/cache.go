@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -50,65 +49,47 @@ func cacheOptions(namespaces []string) cache.Options {
 	return o
 }
 
-// keepsData says whether the cache holds o's data: what the manager writes (an export) or reads
-// at every reconcile (a credential).
-func keepsData(o metav1.Object) bool {
+// keepsData says whether the cache holds the data of o, a Secret or ConfigMap of kind: what the
+// manager writes (an export) or reads at every reconcile (a credential).
+func keepsData(kind string, o client.Object) bool {
 	if _, ok := o.GetAnnotations()[exports.AnnotationKeyOwners]; ok {
 		return true
 	}
-	if _, secret := o.(*corev1.Secret); secret {
-		return o.GetName() == credentials.NamespaceSecretName || controllerutil.ContainsFinalizer(o.(client.Object), credentials.FinalizerInUse)
-	}
-	return false
+	return kind == "Secret" && (o.GetName() == credentials.NamespaceSecretName || controllerutil.ContainsFinalizer(o, credentials.FinalizerInUse))
 }
 
-// dropUnownedData is the cache's transform of Secrets and ConfigMaps.
+// dropUnownedData is the cache's transform of Secrets and ConfigMaps (typed, or read as
+// unstructured, which nothing in the manager does but its cache would hold the same way).
 func dropUnownedData(in any) (any, error) {
-	if m, ok := in.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	var meta *metav1.ObjectMeta
+	var kind string
+	var drop func()
 	switch o := in.(type) {
 	case *corev1.Secret:
-		if keepsData(o) {
-			return o, nil
-		}
-		o.Data, o.StringData = nil, nil
-		meta = &o.ObjectMeta
+		kind, drop = "Secret", func() { o.Data, o.StringData = nil, nil }
 	case *corev1.ConfigMap:
-		if keepsData(o) {
-			return o, nil
-		}
-		o.Data, o.BinaryData = nil, nil
-		meta = &o.ObjectMeta
+		kind, drop = "ConfigMap", func() { o.Data, o.BinaryData = nil, nil }
 	case *unstructured.Unstructured:
-		// The same objects read as unstructured (nothing in the manager does, but its cache
-		// would hold them): the same rule.
-		if _, ok := o.GetAnnotations()[exports.AnnotationKeyOwners]; ok {
-			return o, nil
+		kind, drop = o.GetKind(), func() {
+			for _, f := range []string{"data", "stringData", "binaryData"} {
+				unstructured.RemoveNestedField(o.Object, f)
+			}
 		}
-		if o.GetKind() == "Secret" && (o.GetName() == credentials.NamespaceSecretName || controllerutil.ContainsFinalizer(o, credentials.FinalizerInUse)) {
-			return o, nil
-		}
-		for _, f := range []string{"data", "stringData", "binaryData"} {
-			unstructured.RemoveNestedField(o.Object, f)
-		}
-		a := o.GetAnnotations()
-		delete(a, lastApplied)
-		if a == nil {
-			a = map[string]string{}
-		}
-		a[AnnotationDataNotCached] = "true"
-		o.SetAnnotations(a)
-		return o, nil
 	default:
 		return in, nil
 	}
-	delete(meta.Annotations, lastApplied)
-	if meta.Annotations == nil {
-		meta.Annotations = map[string]string{}
+	o := in.(client.Object)
+	o.SetManagedFields(nil)
+	if keepsData(kind, o) {
+		return in, nil
 	}
-	meta.Annotations[AnnotationDataNotCached] = "true"
+	drop()
+	a := o.GetAnnotations()
+	delete(a, lastApplied)
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationDataNotCached] = "true"
+	o.SetAnnotations(a)
 	return in, nil
 }
 

@@ -30,6 +30,9 @@ var (
 	errNotInAzure      = errors.New("azure resource not found")
 )
 
+// ownerRecheck bounds a child's wait for its owner should the owner's event be missed.
+const ownerRecheck = time.Minute
+
 // progressError is an operation still running: not a failure. wait is ARM's Retry-After.
 type progressError struct {
 	msg  string
@@ -61,8 +64,8 @@ func tokenFailure(cred *credentials.Credential, err error) error {
 // classify maps a pass's result to the Ready condition and its retry, as Azure Service
 // Operator does: invalid input, owner cycles and ARM 400s are terminal (severity Error, no
 // retry until the object changes); 401/403 are Error but retried each sync period (a role
-// granted later heals them); ARM's Retry-After is honoured; everything else is retried by the
-// workqueue's backoff. pollAfter turns a running operation's advertised wait into the next poll.
+// granted later heals them); a missing or unready owner waits for its watch; ARM's Retry-After
+// is honoured; everything else is retried by the workqueue's backoff. pollAfter turns a running operation's advertised wait into the next poll.
 func classify(err error, sync time.Duration, pollAfter func(time.Duration) time.Duration) Outcome {
 	if err == nil {
 		return Outcome{Status: metav1.ConditionTrue, Severity: shared.SeverityNone, Reason: shared.ReasonSucceeded, Requeue: sync}
@@ -76,7 +79,9 @@ func classify(err error, sync time.Duration, pollAfter func(time.Duration) time.
 	case errors.Is(err, errOwnerCycle):
 		o.Severity, o.Reason, o.Retry = shared.SeverityError, shared.ReasonReconciliationFailedPermanently, RetryNever
 	case errors.Is(err, errWaitingForOwner), errors.Is(err, errOwnerNotFound):
-		o.Severity, o.Reason = shared.SeverityInfo, shared.ReasonWaitingForOwner
+		// The owner's watch wakes the child when the owner appears or gets Ready (setup.go);
+		// backing off instead would rerun thousands of waiting children many times each.
+		o.Severity, o.Reason, o.Retry, o.Requeue = shared.SeverityInfo, shared.ReasonWaitingForOwner, RetryAfter, min(sync, ownerRecheck)
 	case errors.Is(err, errConfigMap):
 		o.Severity, o.Reason = shared.SeverityWarning, shared.ReasonConfigMapNotFound
 	case errors.Is(err, errReference):

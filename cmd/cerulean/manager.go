@@ -24,6 +24,8 @@ func newManagerCommand() *cobra.Command {
 	var allowIDs, allowScopes bool
 	var genericTypes []string
 	var proxyImage, proxyInitImage string
+	var kubeQPS float32
+	var kubeBurst int
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the controllers: Azure resources from manifests",
@@ -57,6 +59,9 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 			if err != nil {
 				return err
 			}
+			// client-go's limiter, not the API server's own fairness, would otherwise pace a
+			// large initial sync (10,000 objects, a few writes each).
+			rc.QPS, rc.Burst = kubeQPS, kubeBurst
 			opts.REST = rc
 			if hookPort > 0 {
 				opts.Webhooks = webhookOptions(hookHost, hookPort, hookService, hookNamespace, os.Getenv("POD_NAMESPACE"))
@@ -72,6 +77,8 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, then in-cluster)")
+	f.Float32Var(&kubeQPS, "kube-api-qps", 100, "requests a second to kube-apiserver, sustained (a negative value: no client-side limit)")
+	f.IntVar(&kubeBurst, "kube-api-burst", 200, "requests to kube-apiserver allowed at once above --kube-api-qps")
 	f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:8080", `address of the metrics endpoint ("0" turns it off)`)
 	f.StringVar(&opts.HealthAddr, "health-addr", "127.0.0.1:8081", `address of /healthz and /readyz ("0" turns them off)`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect one active replica through a Lease")

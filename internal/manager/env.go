@@ -53,11 +53,6 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 		}
-		// client-go's own default (5 requests a second) would pace every reconcile; this is what
-		// controller-runtime's config.GetConfig sets for the other ways to find the cluster.
-		if c.QPS == 0 {
-			c.QPS, c.Burst = 20, 30
-		}
 		return c, nil
 	}
 	c, err := config.GetConfig()

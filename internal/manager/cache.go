@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,13 +32,15 @@ const AnnotationDataNotCached = "cerulean.dev/data-not-cached"
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // cacheOptions are the cache's: the target namespaces, managedFields never held (nothing reads
-// them), and Secrets and ConfigMaps without the data of those the manager does not own.
+// them), Secrets and ConfigMaps without the data of those the manager does not own, and Pods
+// cut to what pod identity's assignment controller reads.
 func cacheOptions(namespaces []string) cache.Options {
 	o := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:    {Transform: dropUnownedData},
 			&corev1.ConfigMap{}: {Transform: dropUnownedData},
+			&corev1.Pod{}:       {Transform: podForAssignment},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -91,6 +94,23 @@ func dropUnownedData(in any) (any, error) {
 	a[AnnotationDataNotCached] = "true"
 	o.SetAnnotations(a)
 	return in, nil
+}
+
+// podForAssignment keeps of a Pod what the assignment controller reads (its metadata, node and
+// phase): every Pod of the cluster is watched, and a whole Pod is kilobytes of spec and status.
+func podForAssignment(in any) (any, error) {
+	p, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil
+	}
+	meta := p.ObjectMeta
+	meta.ManagedFields = nil
+	if _, ok := meta.Annotations[lastApplied]; ok {
+		meta.Annotations = maps.Clone(meta.Annotations)
+		delete(meta.Annotations, lastApplied)
+	}
+	return &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: meta,
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}, Status: corev1.PodStatus{Phase: p.Status.Phase}}, nil
 }
 
 // dataClient is the manager's client: cached reads, except that a Secret or ConfigMap whose

@@ -148,3 +148,67 @@ func TestCacheHoldsOnlyTheDataTheManagerOwns(t *testing.T) {
 		t.Errorf("the manager's client read ConfigMap data of %d bytes", len(cm.Data["v"]))
 	}
 }
+
+// The cache holds of each Pod what pod identity's assignment controller reads (labels, node,
+// phase), not its containers, volumes or status details.
+func TestCacheHoldsPodsCutToTheAssignmentControllersFields(t *testing.T) {
+	cp := devenvtest.ControlPlane(t)
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("cache-pods-%d", time.Now().UnixNano()%100000)
+	if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	env := make([]corev1.EnvVar, 50)
+	for i := range env {
+		env[i] = corev1.EnvVar{Name: fmt.Sprintf("V%02d", i), Value: strings.Repeat("v", 100)}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: map[string]string{"aadpodidbinding": "sel"},
+		Annotations: map[string]string{lastApplied: "{}", "keep": "me"}},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "app", Env: env}}}}
+	if err := admin.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	if err := admin.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := cacheOptions([]string{ns})
+	opts.Scheme = scheme
+	c, err := cache.New(cp.RESTConfig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(t.Context()) }()
+	if !c.WaitForCacheSync(t.Context()) {
+		t.Fatal("cache did not sync")
+	}
+	got := &corev1.Pod{}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase == corev1.PodSucceeded || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got.Labels["aadpodidbinding"] != "sel" || got.Annotations["keep"] != "me" || got.Spec.NodeName != "node-a" ||
+		got.Status.Phase != corev1.PodSucceeded || got.UID != pod.UID {
+		t.Errorf("the cached pod lost what the assignment controller reads: labels %v annotations %v node %q phase %q uid %q",
+			got.Labels, got.Annotations, got.Spec.NodeName, got.Status.Phase, got.UID)
+	}
+	if len(got.Spec.Containers) != 0 || len(got.ManagedFields) != 0 || got.Annotations[lastApplied] != "" || len(got.Status.Conditions) != 0 {
+		t.Errorf("the cached pod keeps %d containers, %d managedFields entries, last-applied %q, %d conditions",
+			len(got.Spec.Containers), len(got.ManagedFields), got.Annotations[lastApplied], len(got.Status.Conditions))
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,21 +19,48 @@ import (
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
+// ceruleanTenant is the tenant every webhook in the bench injects.
+const ceruleanTenant = "99999999-8888-7777-6666-555555555555"
+
 // withNoopWebhook runs fn while the floor of any webhook serves: a handler that answers
 // allowed with no patch, on exactly the stack Cerulean's runs on (webhooks.New's
 // controller-runtime server and certificates, in a manager) and registered with exactly its
 // configuration (wi.Configuration: by URL, failurePolicy Fail, the same objectSelector, timeout
 // and sideEffects). Whatever a webhook adds beyond this is its own handler's cost.
 func withNoopWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn func() (T, error)) (T, error) {
+	return withFloorWebhook(ctx, cp, func(admission.Request) admission.Response { return admission.Allowed("") }, fn)
+}
+
+// withPatchFloorWebhook is the floor of a webhook that mutates as Cerulean's does: the same
+// stack and configuration, answering every pod with the patch Cerulean's handler computed for
+// the first (the bench's pods are alike). What kube-apiserver does with a patch (apply it,
+// decode, validate and store a larger pod) is in it; the handler's own work is not.
+func withPatchFloorWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn func() (T, error)) (T, error) {
+	reader, err := client.New(cp.RESTConfig, client.Options{})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	h := &wi.Handler{Reader: reader, Config: wi.Config{TenantID: ceruleanTenant}}
+	var once sync.Once
+	var fixed admission.Response
+	return withFloorWebhook(ctx, cp, func(req admission.Request) admission.Response {
+		once.Do(func() { fixed = h.Handle(ctx, req) })
+		return fixed
+	}, fn)
+}
+
+// withFloorWebhook runs fn while answer serves on Cerulean's stack and configuration.
+func withFloorWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, answer func(admission.Request) admission.Response, fn func() (T, error)) (T, error) {
 	var zero T
 	w, mgr, port, err := newWebhookManager(cp, wi.Config{})
 	if err != nil {
 		return zero, err
 	}
 	var calls atomic.Int64
-	mgr.GetWebhookServer().Register(wi.Path, &webhook.Admission{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+	mgr.GetWebhookServer().Register(wi.Path, &webhook.Admission{Handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
 		calls.Add(1)
-		return admission.Allowed("")
+		return answer(req)
 	})})
 	if err := w.Rotator().Ensure(ctx); err != nil {
 		return zero, err
@@ -48,7 +76,7 @@ func withNoopWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn fun
 	defer deregisterNoop(ctx, cp, &calls)
 	defer runManager(ctx, mgr, "no-op webhook manager")()
 	if err := waitCalled(ctx, cp, &calls, true); err != nil {
-		return zero, fmt.Errorf("the no-op webhook: %w", err)
+		return zero, fmt.Errorf("the floor webhook: %w", err)
 	}
 	return fn()
 }

@@ -2,6 +2,7 @@ package workloadidentity
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -82,8 +83,11 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	resp := admission.Response{Patches: patch(before, pod), AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
-	if len(resp.Patches) > 0 {
+	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+	if ops := patch(before, pod); len(ops) > 0 {
+		if resp.Patch, err = json.Marshal(ops); err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode patch: %w", err))
+		}
 		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
 	}
 	return resp.WithWarnings(warnings...)

@@ -3,7 +3,6 @@ package workloadidentity
 import (
 	"strconv"
 
-	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
@@ -109,12 +108,21 @@ func shapeOf(pod *corev1.Pod) shape {
 	return shape{init: of(pod.Spec.InitContainers), containers: of(pod.Spec.Containers), volumes: len(pod.Spec.Volumes)}
 }
 
+// patchOp is one operation of a JSON patch. Encoded as plain fields, it is written once;
+// jsonpatch.Operation's own MarshalJSON made encoding/json encode and then compact each again
+// (a quarter of an admission's CPU).
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
 // patch is the JSON patch from before to pod, built from what Mutate appended alone: only the
 // new values are encoded, never the pod.
-func patch(before shape, pod *corev1.Pod) []jsonpatch.Operation {
-	var ops []jsonpatch.Operation
+func patch(before shape, pod *corev1.Pod) []patchOp {
+	var ops []patchOp
 	add := func(path string, value any) {
-		ops = append(ops, jsonpatch.NewOperation("add", path, value))
+		ops = append(ops, patchOp{Op: "add", Path: path, Value: value})
 	}
 	// appendTo adds the items of list past had; a list that was empty is added whole (the
 	// member may be absent, and "-" needs an array).

@@ -115,15 +115,15 @@ func TestPatchIsTheMutation(t *testing.T) {
 			if !resp.Allowed {
 				t.Fatalf("refused: %+v", resp.Result)
 			}
-			if tc.unchanged != (len(resp.Patches) == 0) || (resp.PatchType != nil) != (len(resp.Patches) > 0) {
-				t.Fatalf("patch %v (type %v), want a patch: %v", resp.Patches, resp.PatchType, !tc.unchanged)
+			if tc.unchanged != (len(resp.Patch) == 0) || (resp.PatchType != nil) != (len(resp.Patch) > 0) || len(resp.Patches) > 0 {
+				t.Fatalf("patch %s (type %v, operations %v), want a patch: %v", resp.Patch, resp.PatchType, resp.Patches, !tc.unchanged)
 			}
 			if !slices.Equal(resp.Warnings, wantWarnings) {
 				t.Errorf("warnings %q, want %q", resp.Warnings, wantWarnings)
 			}
-			ops, err := json.Marshal(resp.Patches)
-			if err != nil {
-				t.Fatal(err)
+			ops := resp.Patch
+			if tc.unchanged {
+				ops = []byte("[]")
 			}
 			p, err := jsonpatch.DecodePatch(ops)
 			if err != nil {
@@ -175,8 +175,8 @@ func TestRefusalsAndPassThrough(t *testing.T) {
 				tc.op = admissionv1.Create
 			}
 			resp := handle(tc.raw, tc.op)
-			if resp.Allowed != tc.allowed || len(resp.Patches) != 0 {
-				t.Fatalf("allowed %v patches %v, want allowed %v and no patch", resp.Allowed, resp.Patches, tc.allowed)
+			if resp.Allowed != tc.allowed || len(resp.Patches) != 0 || len(resp.Patch) != 0 {
+				t.Fatalf("allowed %v patch %s, want allowed %v and no patch", resp.Allowed, resp.Patch, tc.allowed)
 			}
 			if !tc.allowed && (resp.Result == nil || resp.Result.Code != tc.code || !strings.Contains(resp.Result.Message, tc.msg)) {
 				t.Errorf("result %+v, want %d with %q", resp.Result, tc.code, tc.msg)

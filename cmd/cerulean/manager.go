@@ -59,8 +59,6 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 			if err != nil {
 				return err
 			}
-			// client-go's limiter, not the API server's own fairness, would otherwise pace a
-			// large initial sync (10,000 objects, a few writes each).
 			rc.QPS, rc.Burst = kubeQPS, kubeBurst
 			opts.REST = rc
 			if hookPort > 0 {
@@ -77,8 +75,8 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: KUBECONFIG, then in-cluster)")
-	f.Float32Var(&kubeQPS, "kube-api-qps", 100, "requests a second to kube-apiserver, sustained (a negative value: no client-side limit)")
-	f.IntVar(&kubeBurst, "kube-api-burst", 200, "requests to kube-apiserver allowed at once above --kube-api-qps")
+	f.Float32Var(&kubeQPS, "kube-api-qps", manager.DefaultKubeQPS, "requests a second to kube-apiserver, sustained (a negative value: no client-side limit)")
+	f.IntVar(&kubeBurst, "kube-api-burst", manager.DefaultKubeBurst, "requests to kube-apiserver allowed at once above --kube-api-qps")
 	f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:8080", `address of the metrics endpoint ("0" turns it off)`)
 	f.StringVar(&opts.HealthAddr, "health-addr", "127.0.0.1:8081", `address of /healthz and /readyz ("0" turns them off)`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect one active replica through a Lease")

@@ -61,7 +61,8 @@ import (
 
 // Options configure Run.
 type Options struct {
-	// REST reaches the kube-apiserver.
+	// REST reaches the kube-apiserver; with no QPS set, the manager's requests are limited to
+	// DefaultKubeQPS and DefaultKubeBurst.
 	REST *rest.Config
 	// Azure is the global credential and the cloud's endpoints (the usual AZURE_* variables).
 	Azure azure.Config
@@ -162,10 +163,22 @@ func ParseNamespaces(s string) []string {
 	return out
 }
 
+// The manager's client-side limits on requests to kube-apiserver when none are set: client-go's
+// own (5 a second, bursts of 10) and controller-runtime's (20 and 30) paced a first sync of
+// thousands of objects, a few writes each; kube-apiserver's priority and fairness still applies.
+const (
+	DefaultKubeQPS   = 100
+	DefaultKubeBurst = 200
+)
+
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, opts Options) error {
 	if opts.REST == nil {
 		return errors.New("run manager: no kube-apiserver configuration")
+	}
+	if opts.REST.QPS == 0 {
+		opts.REST = rest.CopyConfig(opts.REST)
+		opts.REST.QPS, opts.REST.Burst = DefaultKubeQPS, DefaultKubeBurst
 	}
 	scheme, err := Scheme()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -64,9 +65,23 @@ func SetupGuard(mgr ctrl.Manager, kinds []schema.GroupVersionKind) error {
 	for _, gvk := range kinds {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		b = b.Watches(u, handler.EnqueueRequestsFromMapFunc(secretsOf))
+		b = b.Watches(u, handler.EnqueueRequestsFromMapFunc(secretsOf), builder.WithPredicates(stoppedUsing()))
 	}
 	return b.Complete(g)
+}
+
+// stoppedUsing passes the object events that can leave a Secret unused: the object's deletion,
+// or a change of the Secret it names. Every other event (at 10,000 objects, each status write)
+// would run the guard for nothing.
+func stoppedUsing() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[AnnotationCredentialFrom] != e.ObjectNew.GetAnnotations()[AnnotationCredentialFrom]
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // secretsOf are the Secrets an object may take its credential from.

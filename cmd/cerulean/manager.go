@@ -40,7 +40,7 @@ AZURE_RESOURCE_MANAGER_ENDPOINT, AZURE_RESOURCE_MANAGER_AUDIENCE, SSL_CERT_FILE;
 PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream webhook reads them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			poll, leader, leaderNS, metrics, health, podIdentity := opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr, opts.PodIdentity
+			poll, leader, leaderNS, metrics, health, podIdentity, profiling := opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr, opts.PodIdentity, opts.Profiling
 			if err := manager.FromEnv(&opts, os.Getenv); err != nil {
 				return err
 			}
@@ -48,7 +48,7 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 				opts.ExportKeyVault = exportVault
 			}
 			opts.PollInterval, opts.LeaderElection, opts.LeaderElectionNamespace, opts.MetricsAddr, opts.HealthAddr = poll, leader, leaderNS, metrics, health
-			opts.PodIdentity = podIdentity
+			opts.PodIdentity, opts.Profiling = podIdentity, profiling
 			opts.AllowUngrantedIdentities, opts.AllowUngrantedScopes = allowIDs, allowScopes
 			opts.GenericResourceTypes = genericTypes
 			var wi workloadidentity.Config
@@ -78,6 +78,7 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 	f.Float32Var(&kubeQPS, "kube-api-qps", manager.DefaultKubeQPS, "requests a second to kube-apiserver, sustained (a negative value: no client-side limit)")
 	f.IntVar(&kubeBurst, "kube-api-burst", manager.DefaultKubeBurst, "requests to kube-apiserver allowed at once above --kube-api-qps")
 	f.StringVar(&opts.MetricsAddr, "metrics-addr", "127.0.0.1:8080", `address of the metrics endpoint ("0" turns it off)`)
+	f.BoolVar(&opts.Profiling, "profiling", false, "serve Go's profiles (heap, CPU, goroutines) under /debug/pprof/ on the metrics endpoint")
 	f.StringVar(&opts.HealthAddr, "health-addr", "127.0.0.1:8081", `address of /healthz and /readyz ("0" turns them off)`)
 	f.BoolVar(&opts.LeaderElection, "leader-elect", false, "elect one active replica through a Lease")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the pod's)")

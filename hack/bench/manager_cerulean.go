@@ -30,8 +30,9 @@ func ceruleanManager(me *managerEnv) *peerManager {
 	return &peerManager{name: "cerulean", install: s.install, start: s.start, uninstall: s.uninstall}
 }
 
-// install applies config/crd/bases server-side and waits until the CRDs are Established.
-func (s *ceruleanState) install(ctx context.Context) error {
+// install applies config/crd/bases server-side, every kind's as the manager runs them all, and
+// waits until the CRDs are Established.
+func (s *ceruleanState) install(ctx context.Context, _ map[string]bool) error {
 	files, err := filepath.Glob(filepath.Join("config", "crd", "bases", "*.yaml"))
 	if err != nil {
 		return err
@@ -93,6 +94,7 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 		"--kubeconfig=" + s.me.cp.Kubeconfig,
 		"--health-addr=127.0.0.1:" + strconv.Itoa(health),
 		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metrics),
+		"--profiling", // for a heap profile at scale (docs/benchmarks.md): idle unless asked
 	}
 	if *mgrVerbose {
 		args = append(args, "--v")

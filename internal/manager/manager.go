@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -76,6 +78,9 @@ type Options struct {
 	// MetricsAddr and HealthAddr serve metrics and the probes; "0" turns one off.
 	MetricsAddr string
 	HealthAddr  string
+	// Profiling adds Go's profiles (net/http/pprof: CPU, heap, goroutines; no memory contents)
+	// under /debug/pprof/ on the metrics endpoint.
+	Profiling bool
 	// LeaderElection makes only one replica reconcile, through a Lease in LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -171,6 +176,20 @@ const (
 	DefaultKubeBurst = 200
 )
 
+// profilingHandlers are net/http/pprof's handlers, when on.
+func profilingHandlers(on bool) map[string]http.Handler {
+	if !on {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
+}
+
 // Run runs the manager until ctx ends.
 func Run(ctx context.Context, opts Options) error {
 	if opts.REST == nil {
@@ -221,7 +240,7 @@ func Run(ctx context.Context, opts Options) error {
 		Cache:                         cacheOpts,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		NewClient:                     newClient,
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr, ExtraHandlers: profilingHandlers(opts.Profiling)},
 		HealthProbeBindAddress:        healthAddr,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,

@@ -219,10 +219,11 @@ func (a *Azurite) current() (*azuriteRun, error) {
 }
 
 // nodeFlags keep an idle Azurite smaller (issue 23: 160–200 MiB after the bench's transfers
-// with Node's defaults): V8's young generation stays at 1 MiB semi-spaces instead of growing to
-// 16 MiB ones after a burst of requests. --optimize-for-size saves some 25 MiB more but made
-// Azurite's own blob throughput several times slower in the bench, so it is not used.
-var nodeFlags = []string{"--max-semi-space-size=1"}
+// with Node's defaults, budget 150): V8's young generation stays at 1 MiB semi-spaces instead of
+// growing to 16 MiB ones after a burst of requests, and --optimize-for-size trades V8's speed for
+// memory: 132 MiB idle against 154 without it, for 5% less of Azurite's own blob throughput on an
+// idle machine (docs/benchmarks.md; a run at load 20 had seemed several times slower).
+var nodeFlags = []string{"--max-semi-space-size=1", "--optimize-for-size"}
 
 // mallocEnv makes glibc give the large buffers of a transfer back to the kernel when they are
 // freed: a fixed mmap threshold (glibc otherwise raises it to the largest buffer freed, and

@@ -9,7 +9,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin="$root/bin"
-groups=(resources managedidentity keyvault authorization)
+groups=(resources managedidentity keyvault authorization dbforpostgresql cache storage)
 
 mod=github.com/Azure/azure-service-operator/v2
 ver=$(cd "$root/hack/tools/aso" && go list -m -f '{{.Version}}' "$mod")

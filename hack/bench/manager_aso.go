@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,8 +58,9 @@ func asoManager(me *managerEnv) *peerManager {
 // install generates (or reuses) ASO's CRDs and webhook configurations, points the conversion and
 // admission webhooks at a loopback port with a CA of the benchmark's own, labels the CRDs as ASO
 // looks for them, and applies everything server-side (the Vault CRD is too large for a
-// client-side apply's annotation).
-func (s *asoState) install(ctx context.Context) error {
+// client-side apply's annotation). Only the CRDs of the workload's groups are installed: ASO
+// runs a controller, and holds a cache, for each CRD it finds.
+func (s *asoState) install(ctx context.Context, groups map[string]bool) error {
 	if _, err := os.Stat(filepath.Join(s.me.binDir, asoBinary)); err != nil {
 		return fmt.Errorf("find ASO's controller (make bench-tools builds it): %w", err)
 	}
@@ -96,6 +98,10 @@ func (s *asoState) install(ctx context.Context) error {
 		}
 		objs = append(objs, docs...)
 	}
+	objs = slices.DeleteFunc(objs, func(u *unstructured.Unstructured) bool {
+		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		return u.GetKind() == "CustomResourceDefinition" && !groups[group]
+	})
 	for _, u := range objs {
 		switch u.GetKind() {
 		case "CustomResourceDefinition":

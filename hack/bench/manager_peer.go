@@ -56,8 +56,9 @@ var (
 // process of its own, and remove what install added.
 type peerManager struct {
 	name string
-	// install makes the CRDs (and whatever webhooks they need) ready in the cluster.
-	install func(ctx context.Context) error
+	// install makes the CRDs (and whatever webhooks they need) ready in the cluster: at least
+	// those of the API groups the workload uses.
+	install func(ctx context.Context, groups map[string]bool) error
 	// start starts the manager, watching namespace ns, and returns once it is healthy.
 	start func(ctx context.Context, ns string) (*managerProcess, error)
 	// uninstall removes the CRDs and webhooks install added, after the manager stopped.
@@ -235,7 +236,11 @@ func (w benchWorkload) cap() time.Duration {
 func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *managerEnv, ns, group string) benchWorkload) (_ peerResult, err error) {
 	ns := "bench-" + p.name
 	wl := load(me, ns, "rg-bench-"+p.name)
-	if err := p.install(ctx); err != nil {
+	groups := map[string]bool{}
+	for _, gvr := range wl.gvrs {
+		groups[gvr.Group] = true
+	}
+	if err := p.install(ctx, groups); err != nil {
 		return peerResult{}, fmt.Errorf("install CRDs: %w", err)
 	}
 	var proc *managerProcess

@@ -101,19 +101,7 @@ func scaleRows(res map[string]peerResult) []row {
 	aso, hasA := res["aso"]
 	var rows []row
 	add := func(what string, f func(peerResult) float64, format func(float64) string) {
-		r := row{benchmark: what}
-		switch {
-		case hasC && hasA:
-			r.result = fmt.Sprintf("Cerulean %s; ASO %s", format(f(cer)), format(f(aso)))
-			if rt := ratio(f(cer), f(aso)); rt != "" {
-				r.vsBaseline = rt + " of ASO"
-			}
-		case hasC:
-			r.result = "Cerulean " + format(f(cer))
-		case hasA:
-			r.result = "ASO " + format(f(aso))
-		}
-		rows = append(rows, r)
+		rows = append(rows, sideBySide(res, what, f, format))
 	}
 	ref := cer
 	if !hasC {
@@ -160,4 +148,24 @@ func scaleRows(res map[string]peerResult) []row {
 		func(r peerResult) float64 { return r.perResourceHour(r.reads) * mgrSync.Hours() }, func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) })
 	add("token requests per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.tokens) }, num)
 	return rows
+}
+
+// sideBySide is a row of one measure f of each manager that ran ("cerulean", "aso"), with
+// Cerulean's as a ratio of ASO's when both did.
+func sideBySide(res map[string]peerResult, what string, f func(peerResult) float64, format func(float64) string) row {
+	cer, hasC := res["cerulean"]
+	aso, hasA := res["aso"]
+	r := row{benchmark: what}
+	switch {
+	case hasC && hasA:
+		r.result = fmt.Sprintf("Cerulean %s; ASO %s", format(f(cer)), format(f(aso)))
+		if rt := ratio(f(cer), f(aso)); rt != "" {
+			r.vsBaseline = rt + " of ASO"
+		}
+	case hasC:
+		r.result = "Cerulean " + format(f(cer))
+	case hasA:
+		r.result = "ASO " + format(f(aso))
+	}
+	return r
 }

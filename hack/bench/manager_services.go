@@ -20,41 +20,56 @@ func init() {
 // 2-core machine carries.
 var mgrServiceSets = flag.Int("manager-service-sets", 3, "service kinds section: sets of FlexibleServer + database + firewall rule, Redis, StorageAccount + blob service + container")
 
-// benchServiceKinds runs the service kinds' workload under Cerulean's manager alone (see
-// docs/benchmarks.md for why ASO is not beside it) and reports time to Ready, steady-state ARM
-// traffic per resource and hour, and peak RSS.
+// benchServiceKinds runs the service kinds' workload under Cerulean's manager, then under ASO
+// (unless -manager-only), and reports time to Ready, steady-state ARM traffic per resource and
+// hour, and peak RSS.
 func benchServiceKinds(ctx context.Context, env benchEnv) ([]row, error) {
 	me, err := startManagerEnv(ctx, env, "services")
 	if err != nil {
 		return nil, err
 	}
 	defer me.stop()
-	p := ceruleanManager(me)
-	fmt.Fprintf(os.Stderr, "  %s: %d service sets…\n", p.name, *mgrServiceSets)
-	r, err := runPeer(ctx, me, p, serviceWorkload)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", p.name, err)
+	results := map[string]peerResult{}
+	for _, p := range []*peerManager{ceruleanManager(me), asoManager(me)} {
+		if *mgrOnly != "" && *mgrOnly != p.name {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "  %s: %d service sets…\n", p.name, *mgrServiceSets)
+		r, err := runPeer(ctx, me, p, serviceWorkload)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", p.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "  %s: %+v\n", p.name, r)
+		results[p.name] = r
 	}
-	fmt.Fprintf(os.Stderr, "  %s: %+v\n", p.name, r)
-	return serviceRows(r), nil
+	return serviceRows(results), nil
 }
 
-func serviceRows(r peerResult) []row {
-	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-	window := fmt.Sprintf("sync period %s, %d periods of steady state, scaled to an hour", *mgrSync, *mgrPeriods)
-	rows := []row{
-		{benchmark: fmt.Sprintf("time to Ready, %d sets of FlexibleServer + database + firewall rule, Redis, StorageAccount + blob service + container, and their ResourceGroup (%d objects; cap %s)",
-			r.pairs, r.objects, *mgrCap), result: "Cerulean " + r.readyIn.Round(100*time.Millisecond).String()},
+func serviceRows(res map[string]peerResult) []row {
+	var ref peerResult
+	for _, r := range res {
+		ref = r
 	}
-	if r.ready != r.objects {
-		rows = append(rows, row{benchmark: "objects Ready within the cap", result: fmt.Sprintf("Cerulean %d/%d", r.ready, r.objects)})
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	secs := func(v float64) string {
+		return time.Duration(v * float64(time.Second)).Round(100 * time.Millisecond).String()
+	}
+	mib := func(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
+	window := fmt.Sprintf("sync period %s, %d periods of steady state, scaled to an hour", *mgrSync, *mgrPeriods)
+	rows := []row{sideBySide(res, fmt.Sprintf("time to Ready, %d sets of FlexibleServer + database + firewall rule, Redis, StorageAccount + blob service + container, and their ResourceGroup (%d objects; cap %s; goal: Cerulean ≤ 0.5× ASO)",
+		ref.pairs, ref.objects, *mgrCap), func(r peerResult) float64 { return r.readyIn.Seconds() }, secs)}
+	for _, r := range res {
+		if r.ready != r.objects {
+			rows = append(rows, sideBySide(res, "objects Ready within the cap", func(r peerResult) float64 { return float64(r.ready) }, func(v float64) string { return strconv.Itoa(int(v)) }))
+			break
+		}
 	}
 	return append(rows,
-		row{benchmark: "ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, " + window, result: "Cerulean " + num(r.perResourceHour(r.writes))},
-		row{benchmark: "ARM reads (GET) per resource per hour, " + window, result: "Cerulean " + num(r.perResourceHour(r.reads))},
-		row{benchmark: "token requests per resource per hour, " + window, result: "Cerulean " + num(r.perResourceHour(r.tokens))},
-		row{benchmark: fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", r.objects), result: fmt.Sprintf("Cerulean %.0f MiB", float64(r.peakRSS)/(1<<20))},
-		row{benchmark: "manager memory, peak anonymous RSS (heap and stacks; sampled every 0.5 s)", result: fmt.Sprintf("Cerulean %.0f MiB", float64(r.peakAnon)/(1<<20))},
+		sideBySide(res, "ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.writes) }, num),
+		sideBySide(res, "ARM reads (GET) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.reads) }, num),
+		sideBySide(res, "token requests per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.tokens) }, num),
+		sideBySide(res, fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects), func(r peerResult) float64 { return float64(r.peakRSS) }, mib),
+		sideBySide(res, "manager memory, peak anonymous RSS (heap and stacks; sampled every 0.5 s)", func(r peerResult) float64 { return float64(r.peakAnon) }, mib),
 	)
 }
 
@@ -63,7 +78,7 @@ func serviceRows(r peerResult) []row {
 func serviceWorkload(_ *managerEnv, ns, group string) benchWorkload {
 	const (
 		pg      = "dbforpostgresql.azure.com/v1api20240801"
-		cache   = "cache.azure.com/v1api20241101"
+		cache   = "cache.azure.com/v1api20230801" // the newest ASO v2.13 serves; Cerulean serves it too
 		storage = "storage.azure.com/v1api20230101"
 	)
 	obj := func(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstructured {

@@ -109,21 +109,30 @@ func benchManagers(ctx context.Context, env benchEnv) ([]row, error) {
 	}
 	defer me.stop()
 
-	peers := []*peerManager{ceruleanManager(me), asoManager(me)}
+	results, err := runPeers(ctx, me, fmt.Sprintf("%d pairs", *mgrPairs), identityWorkload)
+	if err != nil {
+		return nil, err
+	}
+	return managerRows(results), nil
+}
+
+// runPeers runs load under Cerulean's manager, then under ASO's (only the one -manager-only
+// names, if set), and returns each one's result by name; what says what load is, for progress.
+func runPeers(ctx context.Context, me *managerEnv, what string, load func(me *managerEnv, ns, group string) benchWorkload) (map[string]peerResult, error) {
 	results := map[string]peerResult{}
-	for _, p := range peers {
+	for _, p := range []*peerManager{ceruleanManager(me), asoManager(me)} {
 		if *mgrOnly != "" && *mgrOnly != p.name {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "  %s: %d pairs…\n", p.name, *mgrPairs)
-		r, err := runPeer(ctx, me, p, identityWorkload)
+		fmt.Fprintf(os.Stderr, "  %s: %s…\n", p.name, what)
+		r, err := runPeer(ctx, me, p, load)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", p.name, err)
 		}
 		fmt.Fprintf(os.Stderr, "  %s: %+v\n", p.name, r)
 		results[p.name] = r
 	}
-	return managerRows(results), nil
+	return results, nil
 }
 
 // startManagerEnv starts a local cloud and a control plane (named for the section's scratch

@@ -50,18 +50,9 @@ func benchManagerScalePeers(ctx context.Context, env benchEnv) ([]row, error) {
 		return nil, err
 	}
 	defer me.stop()
-	results := map[string]peerResult{}
-	for _, p := range []*peerManager{ceruleanManager(me), asoManager(me)} {
-		if *mgrOnly != "" && *mgrOnly != p.name {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "  %s: %d pairs under %d groups…\n", p.name, *scalePeerPairs, *scaleGroups)
-		r, err := runPeer(ctx, me, p, scaleWorkload(*scalePeerPairs))
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", p.name, err)
-		}
-		fmt.Fprintf(os.Stderr, "  %s: %+v\n", p.name, r)
-		results[p.name] = r
+	results, err := runPeers(ctx, me, fmt.Sprintf("%d pairs under %d groups", *scalePeerPairs, *scaleGroups), scaleWorkload(*scalePeerPairs))
+	if err != nil {
+		return nil, err
 	}
 	return scaleRows(results), nil
 }

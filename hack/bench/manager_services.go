@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -29,18 +28,9 @@ func benchServiceKinds(ctx context.Context, env benchEnv) ([]row, error) {
 		return nil, err
 	}
 	defer me.stop()
-	results := map[string]peerResult{}
-	for _, p := range []*peerManager{ceruleanManager(me), asoManager(me)} {
-		if *mgrOnly != "" && *mgrOnly != p.name {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "  %s: %d service sets…\n", p.name, *mgrServiceSets)
-		r, err := runPeer(ctx, me, p, serviceWorkload)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", p.name, err)
-		}
-		fmt.Fprintf(os.Stderr, "  %s: %+v\n", p.name, r)
-		results[p.name] = r
+	results, err := runPeers(ctx, me, fmt.Sprintf("%d service sets", *mgrServiceSets), serviceWorkload)
+	if err != nil {
+		return nil, err
 	}
 	return serviceRows(results), nil
 }

@@ -8,11 +8,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cerulean/cerulean/internal/controller/credentials"
 	"github.com/cerulean/cerulean/internal/controller/exports"
+	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/devenv/devenvtest"
 )
 
@@ -20,20 +22,7 @@ import (
 // reconcile, and only the metadata of the cluster's others (kubectl's copy of their data
 // included); its client still reads those others' current data, from the API server.
 func TestCacheHoldsOnlyTheDataTheManagerOwns(t *testing.T) {
-	cp := devenvtest.ControlPlane(t)
-	scheme, err := Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := fmt.Sprintf("cache-scope-%d", time.Now().UnixNano()%100000)
-	if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	cp, scheme, admin, ns := cacheTestNamespace(t, "cache-scope")
 
 	const unrelated = 40
 	big := strings.Repeat("x", 8<<10)
@@ -69,16 +58,7 @@ func TestCacheHoldsOnlyTheDataTheManagerOwns(t *testing.T) {
 		}
 	})
 
-	opts := cacheOptions([]string{ns})
-	opts.Scheme = scheme
-	c, err := cache.New(cp.RESTConfig, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Start(t.Context()) }()
-	if !c.WaitForCacheSync(t.Context()) {
-		t.Fatal("cache did not sync")
-	}
+	c := startCache(t, cp, scheme, ns)
 
 	secrets := &corev1.SecretList{}
 	if err := c.List(t.Context(), secrets, client.InNamespace(ns)); err != nil {
@@ -152,20 +132,7 @@ func TestCacheHoldsOnlyTheDataTheManagerOwns(t *testing.T) {
 // The cache holds of each Pod what pod identity's assignment controller reads (labels, node,
 // phase), not its containers, volumes or status details.
 func TestCacheHoldsPodsCutToTheAssignmentControllersFields(t *testing.T) {
-	cp := devenvtest.ControlPlane(t)
-	scheme, err := Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := fmt.Sprintf("cache-pods-%d", time.Now().UnixNano()%100000)
-	if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	cp, scheme, admin, ns := cacheTestNamespace(t, "cache-pods")
 	env := make([]corev1.EnvVar, 50)
 	for i := range env {
 		env[i] = corev1.EnvVar{Name: fmt.Sprintf("V%02d", i), Value: strings.Repeat("v", 100)}
@@ -181,16 +148,7 @@ func TestCacheHoldsPodsCutToTheAssignmentControllersFields(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := cacheOptions([]string{ns})
-	opts.Scheme = scheme
-	c, err := cache.New(cp.RESTConfig, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Start(t.Context()) }()
-	if !c.WaitForCacheSync(t.Context()) {
-		t.Fatal("cache did not sync")
-	}
+	c := startCache(t, cp, scheme, ns)
 	got := &corev1.Pod{}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -211,4 +169,41 @@ func TestCacheHoldsPodsCutToTheAssignmentControllersFields(t *testing.T) {
 		t.Errorf("the cached pod keeps %d containers, %d managedFields entries, last-applied %q, %d conditions",
 			len(got.Spec.Containers), len(got.ManagedFields), got.Annotations[lastApplied], len(got.Status.Conditions))
 	}
+}
+
+// cacheTestNamespace is the control plane, the manager's scheme, an admin client and a new
+// namespace named from prefix, deleted after the test.
+func cacheTestNamespace(t *testing.T, prefix string) (*devenv.ControlPlane, *runtime.Scheme, client.Client, string) {
+	t.Helper()
+	cp := devenvtest.ControlPlane(t)
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%100000)
+	if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	return cp, scheme, admin, ns
+}
+
+// startCache starts a cache with the manager's options on ns and waits for it to sync.
+func startCache(t *testing.T, cp *devenv.ControlPlane, scheme *runtime.Scheme, ns string) cache.Cache {
+	t.Helper()
+	opts := cacheOptions([]string{ns})
+	opts.Scheme = scheme
+	c, err := cache.New(cp.RESTConfig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(t.Context()) }()
+	if !c.WaitForCacheSync(t.Context()) {
+		t.Fatal("cache did not sync")
+	}
+	return c
 }

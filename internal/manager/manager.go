@@ -78,8 +78,8 @@ type Options struct {
 	// MetricsAddr and HealthAddr serve metrics and the probes; "0" turns one off.
 	MetricsAddr string
 	HealthAddr  string
-	// Profiling adds Go's profiles (net/http/pprof: CPU, heap, goroutines; no memory contents)
-	// under /debug/pprof/ on the metrics endpoint.
+	// Profiling adds Go's profiles (net/http/pprof: CPU, heap, goroutines; no memory contents,
+	// no command line) under /debug/pprof/ on the metrics endpoint.
 	Profiling bool
 	// LeaderElection makes only one replica reconcile, through a Lease in LeaderElectionNamespace.
 	LeaderElection          bool
@@ -183,7 +183,6 @@ func profilingHandlers(on bool) map[string]http.Handler {
 	}
 	return map[string]http.Handler{
 		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
-		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
 		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
 		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
 		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),

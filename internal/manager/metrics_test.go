@@ -2,6 +2,8 @@ package manager_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -59,4 +61,32 @@ func TestManagerMetrics(t *testing.T) {
 			t.Errorf("the metrics name the %s", what)
 		}
 	}
+	if code, _ := httpGet(t, "http://"+addr+"/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("without --profiling the metrics endpoint answers /debug/pprof/heap with %d, want 404", code)
+	}
+}
+
+// With Profiling on, the metrics endpoint serves Go's heap profile too.
+func TestManagerProfiling(t *testing.T) {
+	c := kube(t)
+	az := cloudtest.Start(t, cloud.Options{ARM: cloudtest.FastARM()})
+	ns := namespace(t, c)
+	addr := freeAddr(t)
+	startManagerOpts(t, manager.Options{Azure: azureConfig(az), SyncPeriod: time.Hour, TargetNamespaces: []string{ns}, MetricsAddr: addr, Profiling: true})
+	eventually(t, time.Minute, "the heap profile", func() (bool, string) {
+		code, body := httpGet(t, "http://"+addr+"/debug/pprof/heap?debug=1")
+		return code == http.StatusOK && strings.Contains(body, "heap profile"), fmt.Sprintf("%d %.100s", code, body)
+	})
+}
+
+// httpGet is a GET's status and body; a failed connection is status 0.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:gosec,noctx // the test's own loopback endpoint
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

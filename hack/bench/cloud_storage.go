@@ -186,7 +186,7 @@ func storageRows(dUp, dDown, fUp, fDown, rss float64) []row {
 func rssMiB(pid int) (float64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, fmt.Errorf("read azurite status: %w", err)
+		return 0, fmt.Errorf("read the status of pid %d: %w", pid, err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {

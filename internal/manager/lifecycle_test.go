@@ -80,6 +80,13 @@ func TestDeletionAndReconcilePolicies(t *testing.T) {
 		st, sev, reason, msg := ready(o)
 		return st == "False" && sev == "Info" && reason == "WaitingForOwner", st + " " + sev + " " + reason + ": " + msg
 	})
+	// Events tell outcomes; progress (Reconciling, WaitingForOwner) is in status only.
+	eventually(t, time.Minute, "managed-rg's Succeeded Event", func() (bool, string) { return eventSeen(t, c, ns, "managed-rg", "Normal/Succeeded") })
+	for name, progress := range map[string]string{"managed-rg": "Normal/Reconciling", "orphan": "Normal/WaitingForOwner"} {
+		if ok, _ := eventSeen(t, c, ns, name, progress); ok {
+			t.Errorf("%s has a %s Event: progress is shown in status, not recorded", name, progress)
+		}
+	}
 
 	deleteSince := log.Last()
 	for _, u := range []*unstructured.Unstructured{managed, adopted, skipped, detached, orphan} {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -51,6 +52,51 @@ func TestDataPlanes(t *testing.T) {
 	t.Run("Redis", func(t *testing.T) { testRedis(t, e) })
 	t.Run("RedisFirewall", func(t *testing.T) { testRedisFirewall(t, e) })
 	t.Run("EngineFailure", func(t *testing.T) { testEngineFailure(t, e) })
+	t.Run("FirewallRuleWhileStarting", func(t *testing.T) { testFirewallRuleWhileStarting(t, e) })
+}
+
+// testFirewallRuleWhileStarting: a firewall rule put as soon as ARM takes it, while the new
+// server's engine is still starting (what an app's manifests do), is enforced once the server
+// runs: ARM and the engine agree. The start used to write the rules it had read before the
+// rule came, and the rule stayed in ARM only.
+func testFirewallRuleWhileStarting(t *testing.T, e *env) {
+	ctx := t.Context()
+	opts := cloudtest.ARMOptions(e.c)
+	servers, _ := armpostgresqlflexibleservers.NewServersClient(e.sub, e.cred, opts)
+	rules, _ := armpostgresqlflexibleservers.NewFirewallRulesClient(e.sub, e.cred, opts)
+	poller, err := servers.BeginCreateOrUpdate(ctx, "rg", "pg-early-rule", armpostgresqlflexibleservers.Server{
+		Location: to.Ptr("eastus"), SKU: &armpostgresqlflexibleservers.SKU{Name: to.Ptr("Standard_B1ms"), Tier: to.Ptr(armpostgresqlflexibleservers.SKUTierBurstable)},
+		Properties: &armpostgresqlflexibleservers.ServerProperties{AdministratorLogin: to.Ptr("appadmin"), AdministratorLoginPassword: to.Ptr("Early-pw-123")},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := armpostgresqlflexibleservers.FirewallRule{Properties: &armpostgresqlflexibleservers.FirewallRuleProperties{
+		StartIPAddress: to.Ptr("127.0.0.0"), EndIPAddress: to.Ptr("127.255.255.255")}}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err = rules.BeginCreateOrUpdate(ctx, "rg", "pg-early-rule", "loopback", rule, nil); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the rule was refused for a minute: %v", err)
+	}
+	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var conn *pgx.Conn
+	for {
+		if conn, err = e.pgConnect(ctx, "pg-early-rule.postgres.database.azure.com", "appadmin", "Early-pw-123", "postgres"); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("a client inside the rule put while the server started is refused: %v", err)
+	}
+	_ = conn.Close(ctx)
 }
 
 // testEngineFailure: a server whose engine cannot start is Failed with the engine's error,

@@ -100,7 +100,24 @@ func (p *Provider) runStart(ctx context.Context, id armid.ID) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if startErr == nil {
+		startErr = p.reapplyFirewall(ctx, id, srv.Name)
+	}
 	return p.record(ctx, id, startErr, stateReady)
+}
+
+// reapplyFirewall writes the server's firewall rules to its running engine again: a rule put
+// while the engine started was written before the start wrote the rules it had read, and would
+// be in ARM but not enforced. In a write transaction, so that a rule's own write (also in one)
+// comes wholly before or after.
+func (p *Provider) reapplyFirewall(ctx context.Context, id armid.ID, name string) error {
+	return p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		rules, err := firewallTx(tx, id, "", nil)
+		if err != nil {
+			return err
+		}
+		return p.eng.SetPostgresFirewall(ctx, name, rules)
+	})
 }
 
 func (p *Provider) runStop(ctx context.Context, id armid.ID) error {

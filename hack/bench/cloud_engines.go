@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
@@ -208,13 +207,8 @@ func engineRSS(parent int) (pg, rds []float64) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		_, rest, ok := strings.Cut(string(b), ") ")
-		fields := strings.Fields(rest)
-		if !ok || len(fields) < 2 {
+		fields := statFields(pid)
+		if len(fields) < 2 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(fields[1])
@@ -238,15 +232,5 @@ func engineRSS(parent int) (pg, rds []float64) {
 
 // pssMiB is pid's proportional set size in MiB (/proc/PID/smaps_rollup), 0 when unreadable.
 func pssMiB(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Pss:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return float64(procKiB(pid, "smaps_rollup", "Pss")["Pss"]) / 1024
 }

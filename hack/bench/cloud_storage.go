@@ -8,11 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -184,15 +181,9 @@ func storageRows(dUp, dDown, fUp, fDown, rss float64) []row {
 
 // rssMiB is the resident set of pid, from /proc.
 func rssMiB(pid int) (float64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, fmt.Errorf("read the status of pid %d: %w", pid, err)
+	kb, ok := procKiB(pid, "status", "VmRSS")["VmRSS"]
+	if !ok {
+		return 0, fmt.Errorf("no VmRSS for pid %d: is it running?", pid)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return float64(kb) / 1024, nil
 }

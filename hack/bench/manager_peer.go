@@ -573,39 +573,17 @@ func startProcess(bin string, args, env []string, logPath string) (*managerProce
 
 // sample reads the process's peak resident set (VmHWM, which the kernel keeps) while it runs.
 func (p *managerProcess) sample() {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		name, v, _ := strings.Cut(line, ":")
-		if name != "VmHWM" && name != "RssAnon" {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		if err != nil {
-			continue
-		}
-		p.mu.Lock()
-		if name == "VmHWM" {
-			p.hwm = max(p.hwm, kb*1024)
-		} else {
-			p.anon = max(p.anon, kb*1024)
-		}
-		p.mu.Unlock()
-	}
+	kb := procKiB(p.cmd.Process.Pid, "status", "VmHWM", "RssAnon")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hwm = max(p.hwm, kb["VmHWM"]*1024)
+	p.anon = max(p.anon, kb["RssAnon"]*1024)
 }
 
 // cpuTime is the process's user and system CPU time so far (/proc/PID/stat, in the kernel's
 // 100 ticks a second).
 func (p *managerProcess) cpuTime() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's name (which may hold spaces) end with ")".
-	_, rest, _ := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
+	f := statFields(p.cmd.Process.Pid)
 	if len(f) < 13 {
 		return 0
 	}

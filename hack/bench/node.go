@@ -140,15 +140,9 @@ func stackCPU(binDir string) float64 {
 		if err != nil || !strings.HasPrefix(exe, binDir+"/") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the command's closing parenthesis: utime, stime, cutime, cstime are the
-		// 12th to 15th of them (proc(5)).
-		_, rest, ok := strings.Cut(string(b), ") ")
-		fields := strings.Fields(rest)
-		if !ok || len(fields) < 15 {
+		pid, _ := strconv.Atoi(e.Name())
+		fields := statFields(pid) // utime, stime, cutime, cstime are [11] to [14]
+		if len(fields) < 15 {
 			continue
 		}
 		for _, f := range fields[11:15] {

@@ -53,6 +53,46 @@ func TestDataPlanes(t *testing.T) {
 	t.Run("RedisFirewall", func(t *testing.T) { testRedisFirewall(t, e) })
 	t.Run("EngineFailure", func(t *testing.T) { testEngineFailure(t, e) })
 	t.Run("FirewallRuleWhileStarting", func(t *testing.T) { testFirewallRuleWhileStarting(t, e) })
+	t.Run("RedisFirewallRuleWhileStarting", func(t *testing.T) { testRedisFirewallRuleWhileStarting(t, e) })
+}
+
+// testRedisFirewallRuleWhileStarting: a rule put while a new cache starts is enforced once it
+// runs. The cache started with the rules read before (none: everyone admitted), and the rule,
+// given to no running engine, was in ARM only.
+func testRedisFirewallRuleWhileStarting(t *testing.T, e *env) {
+	ctx := t.Context()
+	caches, _ := armredis.NewClient(e.sub, e.cred, cloudtest.ARMOptions(e.c))
+	rules, _ := armredis.NewFirewallRulesClient(e.sub, e.cred, cloudtest.ARMOptions(e.c))
+	poller, err := caches.BeginCreate(ctx, "rg", "cache-early-rule", armredis.CreateParameters{Location: to.Ptr("eastus"), Properties: &armredis.CreateProperties{
+		SKU: &armredis.SKU{Name: to.Ptr(armredis.SKUNameBasic), Family: to.Ptr(armredis.SKUFamilyC), Capacity: to.Ptr[int32](0)},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for { // refused until the cache exists in ARM
+		_, err = rules.CreateOrUpdate(ctx, "rg", "cache-early-rule", "office", armredis.FirewallRule{
+			Properties: &armredis.FirewallRuleProperties{StartIP: to.Ptr("10.9.0.0"), EndIP: to.Ptr("10.9.0.255")}}, nil)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the rule was refused for a minute: %v", err)
+	}
+	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := caches.ListKeys(ctx, "rg", "cache-early-rule", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.redisClient("cache-early-rule", *keys.PrimaryKey)
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("a client outside the cache's only rule, put while it started, connects")
+	}
 }
 
 // testFirewallRuleWhileStarting: a firewall rule put as soon as ARM takes it, while the new

@@ -223,8 +223,25 @@ func (p *Provider) apply(ctx context.Context, res arm.Resource) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.eng.StartRedis(ctx, engines.RedisCache{Name: res.Name, Keys: st.Keys, NonTLSPort: st.NonSSL, Firewall: fw})
-	return err
+	if _, err = p.eng.StartRedis(ctx, engines.RedisCache{Name: res.Name, Keys: st.Keys, NonTLSPort: st.NonSSL, Firewall: fw}); err != nil {
+		return err
+	}
+	return p.reapplyFirewall(ctx, id, res.Name)
+}
+
+// reapplyFirewall gives the running cache its firewall rules again: a rule put while it started
+// reached no engine, and the start used the rules read before, so the cache would admit
+// clients the rule leaves out. In a write transaction, so that a rule's own write (also in one)
+// comes wholly before or after.
+func (p *Provider) reapplyFirewall(ctx context.Context, id armid.ID, name string) error {
+	return p.svc.Store().Update(ctx, func(tx *store.Tx) error {
+		rules, err := firewallTx(tx, id, "", nil)
+		if err != nil {
+			return err
+		}
+		p.eng.SetRedisFirewall(name, rules)
+		return nil
+	})
 }
 
 // firewall reads the cache's firewall rules.
@@ -412,6 +429,9 @@ func (p *Provider) runCreate(ctx context.Context, id armid.ID) error {
 	addrs, engErr := p.eng.StartRedis(ctx, engines.RedisCache{Name: res.Name, Keys: st.Keys, NonTLSPort: st.NonSSL, Firewall: fw})
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if engErr == nil {
+		engErr = p.reapplyFirewall(ctx, id, res.Name)
 	}
 	_, err = arm.UpdateProperties(ctx, p.svc.Store(), id, func(_ *arm.Resource, st *stored) error {
 		if st.ProvisioningState == arm.StateDeleting {

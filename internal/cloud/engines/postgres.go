@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cerulean/cerulean/internal/fsutil"
 )
 
 // PostgresBin is where Debian's postgresql-15 installs its server programs.
@@ -357,11 +359,8 @@ func writeHBA(path string, rules []IPRange) error {
 			fmt.Fprintf(&b, "hostssl all all %s scram-sha-256\n", p)
 		}
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil { //nolint:gosec // pg_hba.conf holds no secret and the engine user reads it
-		return err
-	}
-	return os.Rename(tmp, path)
+	// A temporary file of its own: a rule's write and a start's may run at once.
+	return fsutil.WriteFileAtomic(path, []byte(b.String()), 0o644) //nolint:gosec // pg_hba.conf holds no secret and the engine user reads it
 }
 
 // rangeToPrefixes covers an inclusive IPv4 range with the fewest CIDR prefixes.

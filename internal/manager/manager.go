@@ -176,6 +176,16 @@ const (
 	DefaultKubeBurst = 200
 )
 
+// WithDefaultLimits is rc with DefaultKubeQPS and DefaultKubeBurst when it sets no QPS.
+func WithDefaultLimits(rc *rest.Config) *rest.Config {
+	if rc.QPS != 0 {
+		return rc
+	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = DefaultKubeQPS, DefaultKubeBurst
+	return rc
+}
+
 // profilingHandlers are net/http/pprof's handlers, when on.
 func profilingHandlers(on bool) map[string]http.Handler {
 	if !on {
@@ -194,10 +204,7 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.REST == nil {
 		return errors.New("run manager: no kube-apiserver configuration")
 	}
-	if opts.REST.QPS == 0 {
-		opts.REST = rest.CopyConfig(opts.REST)
-		opts.REST.QPS, opts.REST.Burst = DefaultKubeQPS, DefaultKubeBurst
-	}
+	opts.REST = WithDefaultLimits(opts.REST)
 	scheme, err := Scheme()
 	if err != nil {
 		return err

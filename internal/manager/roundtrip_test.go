@@ -150,9 +150,10 @@ func TestNothingGrowsWithChurn(t *testing.T) {
 	for round := range 5 {
 		var objs []*unstructured.Unstructured
 		for i := range 4 {
-			// Waiting for an owner that never comes: a failure the rate limiter backs off.
+			// An owner missing in Azure (ARM's 404): a failure the rate limiter backs off. (A
+			// missing owner object is not one: the owner's watch wakes the child.)
 			objs = append(objs, obj(msiAPI, "UserAssignedIdentity", fmt.Sprintf("churn-%d-%d", round, i),
-				map[string]any{"location": "westus2", "owner": map[string]any{"name": "no-such-rg"}}))
+				map[string]any{"location": "westus2", "owner": map[string]any{"armId": "/subscriptions/" + az.Settings().SubscriptionID + "/resourceGroups/no-such-rg"}}))
 		}
 		create(t, c, ns, objs...)
 		eventually(t, time.Minute, "failing", func() (bool, string) {

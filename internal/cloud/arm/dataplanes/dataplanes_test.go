@@ -69,15 +69,11 @@ func testRedisFirewallRuleWhileStarting(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for { // refused until the cache exists in ARM
-		_, err = rules.CreateOrUpdate(ctx, "rg", "cache-early-rule", "office", armredis.FirewallRule{
+	err = retryForAMinute(5*time.Millisecond, func() error { // refused until the cache exists in ARM
+		_, err := rules.CreateOrUpdate(ctx, "rg", "cache-early-rule", "office", armredis.FirewallRule{
 			Properties: &armredis.FirewallRuleProperties{StartIP: to.Ptr("10.9.0.0"), EndIP: to.Ptr("10.9.0.255")}}, nil)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("the rule was refused for a minute: %v", err)
 	}
@@ -113,30 +109,39 @@ func testFirewallRuleWhileStarting(t *testing.T, e *env) {
 	}
 	rule := armpostgresqlflexibleservers.FirewallRule{Properties: &armpostgresqlflexibleservers.FirewallRuleProperties{
 		StartIPAddress: to.Ptr("127.0.0.0"), EndIPAddress: to.Ptr("127.255.255.255")}}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err = rules.BeginCreateOrUpdate(ctx, "rg", "pg-early-rule", "loopback", rule, nil); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	err = retryForAMinute(20*time.Millisecond, func() error { // refused until the server exists in ARM
+		_, err := rules.BeginCreateOrUpdate(ctx, "rg", "pg-early-rule", "loopback", rule, nil)
+		return err
+	})
 	if err != nil {
 		t.Fatalf("the rule was refused for a minute: %v", err)
 	}
 	if _, err := poller.PollUntilDone(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	var conn *pgx.Conn
-	for {
-		if conn, err = e.pgConnect(ctx, "pg-early-rule.postgres.database.azure.com", "appadmin", "Early-pw-123", "postgres"); err == nil || time.Now().After(deadline) {
-			break
+	err = retryForAMinute(100*time.Millisecond, func() error {
+		conn, err := e.pgConnect(ctx, "pg-early-rule.postgres.database.azure.com", "appadmin", "Early-pw-123", "postgres")
+		if err == nil {
+			_ = conn.Close(ctx)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("a client inside the rule put while the server started is refused: %v", err)
 	}
-	_ = conn.Close(ctx)
+}
+
+// retryForAMinute calls try every pause until it succeeds or a minute has passed, and returns
+// its last error.
+func retryForAMinute(pause time.Duration, try func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := try()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+	}
 }
 
 // testEngineFailure: a server whose engine cannot start is Failed with the engine's error,

@@ -94,11 +94,16 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 	if err := acct.own(sock); err != nil {
 		return netip.AddrPort{}, err
 	}
+	// A new cluster is flushed to disk while its postmaster starts; the server is reported
+	// started only once both are done.
+	var synced chan error // nil: nothing to wait for
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); os.IsNotExist(err) {
 		if err := s.initdb(ctx, acct, dir, data, srv); err != nil {
 			_ = os.RemoveAll(sock)
 			return netip.AddrPort{}, err
 		}
+		synced = make(chan error, 1)
+		go func() { synced <- fsutil.SyncFS(data) }()
 	}
 	args := []string{"-D", data,
 		"-c", "listen_addresses=" + addr.Addr().String(), "-c", "port=" + strconv.Itoa(n),
@@ -110,18 +115,6 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 		"-c", "shared_buffers=16MB", "-c", "max_connections=50", "-c", "fsync=on", "-c", "synchronous_commit=on",
 		// No statement in the log: a failed ALTER ROLE would print its password.
 		"-c", "logging_collector=off", "-c", "log_min_messages=warning", "-c", "log_min_error_statement=panic"}
-	p, err := startPostmaster(ctx, func() *exec.Cmd { return command(acct, filepath.Join(PostgresBin, "postgres"), args...) })
-	if err != nil {
-		_ = os.RemoveAll(sock)
-		return netip.AddrPort{}, fmt.Errorf("start PostgreSQL for %s: %w", srv.Name, err)
-	}
-	p.addr, p.sock = addr, sock
-	p.stop = func(p *proc) error {
-		// SIGINT is PostgreSQL's fast shutdown: sessions end, the WAL is flushed.
-		err := terminate(p, syscall.SIGINT, 30*time.Second)
-		_ = os.RemoveAll(p.sock)
-		return err
-	}
 	ready := func(ctx context.Context) error {
 		c, err := pgx.Connect(ctx, adminDSN(sock, n, srv.Login))
 		if err != nil {
@@ -129,10 +122,18 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 		}
 		return c.Close(ctx)
 	}
-	if err := waitReady(ctx, p, "PostgreSQL", ready); err != nil {
-		_ = p.stop(p)
+	p, err := startPostmaster(ctx, func() *exec.Cmd { return command(acct, filepath.Join(PostgresBin, "postgres"), args...) }, ready)
+	if err == nil && synced != nil {
+		err = <-synced
+	}
+	if err != nil {
+		if p != nil {
+			_ = stopPostgres(p)
+		}
+		_ = os.RemoveAll(sock)
 		return netip.AddrPort{}, fmt.Errorf("start PostgreSQL for %s: %w", srv.Name, err)
 	}
+	p.addr, p.sock, p.stop = addr, sock, stopPostgres
 	if err := s.put(pgKey(srv.Name), p); err != nil {
 		_ = p.stop(p)
 		return netip.AddrPort{}, err
@@ -141,32 +142,40 @@ func (s *Supervisor) StartPostgres(ctx context.Context, srv PostgresServer) (net
 	return addr, nil
 }
 
-// startPostmaster starts the postmaster; a postmaster.pid left by one a kill -9 ended (its
-// backends may still be exiting) makes the first attempts fail, so it tries a few times.
-func startPostmaster(ctx context.Context, mk func() *exec.Cmd) (*proc, error) {
-	var p *proc
-	var err error
-	for attempt := 0; attempt < 10; attempt++ {
+// stopPostgres is PostgreSQL's fast shutdown (SIGINT: sessions end, the WAL is flushed).
+func stopPostgres(p *proc) error {
+	err := terminate(p, syscall.SIGINT, 30*time.Second)
+	if p.sock != "" {
+		_ = os.RemoveAll(p.sock)
+	}
+	return err
+}
+
+// startPostmaster starts the postmaster and waits until ready succeeds. A postmaster.pid left
+// by one a kill -9 ended (its backends may still be exiting) makes the first attempts exit, so
+// it tries a few times. On an error, p is the postmaster still running, if one is.
+func startPostmaster(ctx context.Context, mk func() *exec.Cmd, ready func(context.Context) error) (p *proc, err error) {
+	for attempt := 0; ; attempt++ {
 		if p, err = launch(mk()); err != nil {
 			return nil, err
 		}
-		select {
-		case <-p.done:
-			err = p.exited("PostgreSQL")
-			if !strings.Contains(err.Error(), "lock file") && !strings.Contains(err.Error(), "shared memory block") {
-				return nil, err
-			}
-			select {
-			case <-ctx.Done():
-				return nil, err
-			case <-time.After(500 * time.Millisecond):
-			}
-			continue
-		case <-time.After(300 * time.Millisecond):
+		if err = waitReady(ctx, p, "PostgreSQL", ready); err == nil {
 			return p, nil
 		}
+		select {
+		case <-p.done:
+		default:
+			return p, err // running but not ready
+		}
+		if attempt == 9 || (!strings.Contains(err.Error(), "lock file") && !strings.Contains(err.Error(), "shared memory block")) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	return nil, err
 }
 
 // initdb creates the cluster with the administrator as its bootstrap superuser.
@@ -180,7 +189,8 @@ func (s *Supervisor) initdb(ctx context.Context, acct *account, dir, data string
 		return err
 	}
 	cmd := command(acct, filepath.Join(PostgresBin, "initdb"), "-D", data, "-U", srv.Login, "--pwfile="+pw,
-		"--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions")
+		"--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-instructions",
+		"--no-sync") // StartPostgres flushes the whole cluster at once (fsutil.SyncFS)
 	t := &tail{}
 	cmd.Stdout, cmd.Stderr = t, t
 	if err := cmd.Run(); err != nil {

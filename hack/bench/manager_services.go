@@ -54,6 +54,7 @@ func serviceRows(res map[string]peerResult) []row {
 			break
 		}
 	}
+	rows = append(rows, timelineRows(res)...)
 	return append(rows,
 		sideBySide(res, "ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.writes) }, num),
 		sideBySide(res, "ARM reads (GET) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.reads) }, num),
@@ -83,7 +84,7 @@ func serviceWorkload(_ *managerEnv, ns, group string) benchWorkload {
 		"metadata":   map[string]any{"name": "pg-admin", "namespace": ns},
 		"stringData": map[string]any{"password": "Bench-admin-pw-1"}, //nolint:gosec // the password of a throwaway server in the bench's own cloud
 	}}
-	wl := benchWorkload{sets: *mgrServiceSets, prereqs: []*unstructured.Unstructured{secret},
+	wl := benchWorkload{sets: *mgrServiceSets, timeline: true, prereqs: []*unstructured.Unstructured{secret},
 		objs: []*unstructured.Unstructured{obj("resources.azure.com/v1api20200601", "ResourceGroup", group, map[string]any{"location": "westus2"})}}
 	for i := range *mgrServiceSets {
 		server, redis, account := fmt.Sprintf("pg-%02d", i), fmt.Sprintf("cache-%02d", i), fmt.Sprintf("sa-%02d", i)

@@ -55,7 +55,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require k8s.io/kms v0.36.3
+require (
+	github.com/KimMachineGun/automemlimit v0.7.5
+	k8s.io/kms v0.36.3
+)
 
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
@@ -73,6 +76,7 @@ require (
 	github.com/hashicorp/golang-lru/arc/v2 v2.0.5 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.5 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
+	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/redis/go-redis/extra/rediscmd/v9 v9.0.5 // indirect
 	github.com/redis/go-redis/extra/redisotel/v9 v9.0.5 // indirect

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -69,7 +70,11 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 			if verbose {
 				level = slog.LevelDebug
 			}
-			opts.Logger = logr.FromSlogHandler(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			handler := slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
+			opts.Logger = logr.FromSlogHandler(handler)
+			if _, err := manager.TuneMemory(os.Getenv, memlimit.FromCgroup, slog.New(handler)); err != nil {
+				return err
+			}
 			return manager.Run(cmd.Context(), opts)
 		},
 	}

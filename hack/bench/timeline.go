@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,7 +23,7 @@ import (
 // kindTimes is when one kind's objects were first PUT to ARM and became Ready, as times since
 // the workload was applied: where a manager's time to Ready goes.
 type kindTimes struct {
-	firstPut, lastPut, firstReady, lastReady time.Duration
+	firstPut, firstReady, lastReady time.Duration
 }
 
 // timeline watches a workload's objects from before they are applied and records when each
@@ -72,22 +74,16 @@ func startTimeline(ctx context.Context, dyn dynamic.Interface, ns string, gvrs [
 	return t, nil
 }
 
-// finish stops the watches and joins what they saw with the cloud's log of ARM PUTs since seq
-// (matched to a kind by the path's last resource type, e.g. ".../databases/app" to
-// flexibleserversdatabases).
+// finish stops the watches and joins what they saw with the cloud's log of ARM PUTs (matched
+// to a kind by the path's last resource type, ".../databases/app" to flexibleserversdatabases).
 func (t *timeline) finish(log []reqlog.Entry) map[string]kindTimes {
 	t.cancel()
 	t.wg.Wait()
 	out := map[string]kindTimes{}
 	for res, objs := range t.ready {
 		var kt kindTimes
-		var readyAt []time.Duration
-		for _, at := range objs {
-			readyAt = append(readyAt, at)
-		}
-		if len(readyAt) > 0 {
-			sort.Slice(readyAt, func(i, j int) bool { return readyAt[i] < readyAt[j] })
-			kt.firstReady, kt.lastReady = readyAt[0], readyAt[len(readyAt)-1]
+		if readyAt := slices.Collect(maps.Values(objs)); len(readyAt) > 0 {
+			kt.firstReady, kt.lastReady = slices.Min(readyAt), slices.Max(readyAt)
 		}
 		for _, e := range log {
 			if e.Service != "arm" || e.Method != http.MethodPut || e.Time.Before(t.start) || armType(e.Path) == "" || !strings.HasSuffix(res, armType(e.Path)) {
@@ -97,7 +93,6 @@ func (t *timeline) finish(log []reqlog.Entry) map[string]kindTimes {
 			if kt.firstPut == 0 || at < kt.firstPut {
 				kt.firstPut = at
 			}
-			kt.lastPut = max(kt.lastPut, at)
 		}
 		out[res] = kt
 	}

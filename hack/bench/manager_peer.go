@@ -68,6 +68,7 @@ type peerManager struct {
 // peerResult is what one manager achieved on the workload.
 type peerResult struct {
 	pairs, objects, ready int
+	warmUp                int           // objects made Ready before the timed ones (warmUpGroup), in the steady state too
 	readyIn               time.Duration // until every object was Ready, or the cap
 	window                time.Duration // steady state counted
 	reads, writes, tokens int           // ARM reads, ARM writes and token requests in the window
@@ -88,7 +89,7 @@ func (r peerResult) perResourceHour(n int) float64 {
 	if r.objects == 0 || r.window <= 0 {
 		return 0
 	}
-	return float64(n) / float64(r.objects+1) / r.window.Hours() // +1: the warm-up group
+	return float64(n) / float64(r.objects+r.warmUp) / r.window.Hours()
 }
 
 // managerEnv is what both managers' runs share: one local cloud, one control plane.
@@ -298,7 +299,7 @@ func runPeer(ctx context.Context, me *managerEnv, p *peerManager, load func(me *
 		return peerResult{}, err
 	}
 	objs := wl.objs
-	res := peerResult{pairs: wl.sets, objects: len(objs)}
+	res := peerResult{pairs: wl.sets, objects: len(objs), warmUp: 1}
 	var tl *timeline
 	if wl.timeline {
 		if tl, err = startTimeline(ctx, me.dyn, ns, wl.gvrs); err != nil {

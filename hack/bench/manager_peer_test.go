@@ -16,6 +16,9 @@ func TestPerResourceHourScalesTheWindowToAnHour(t *testing.T) {
 	if got := r.perResourceHour(1803); got != 40 {
 		t.Fatalf("1803 reads of 601 objects in 4m30s = %v per resource per hour, want 40", got)
 	}
+	if got := (peerResult{objects: 600, warmUp: 1, window: 270 * time.Second}).perResourceHour(1803); got != 40 {
+		t.Fatalf("1803 reads of 600 objects and the warm-up group in 4m30s = %v per resource per hour, want 40", got)
+	}
 	if got := (peerResult{}).perResourceHour(5); got != 0 {
 		t.Fatalf("no objects: got %v, want 0", got)
 	}

@@ -73,7 +73,8 @@ PROXY_INIT_IMAGE (the workload identity proxy sidecar's images, as the upstream 
 			handler := slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
 			opts.Logger = logr.FromSlogHandler(handler)
 			if _, err := manager.TuneMemory(os.Getenv, memlimit.FromCgroup, slog.New(handler)); err != nil {
-				return err
+				// Not a reason to stop: Go's own limit (none) applies.
+				opts.Logger.Error(err, "Cannot read the container's memory limit; running without a soft memory limit")
 			}
 			return manager.Run(cmd.Context(), opts)
 		},

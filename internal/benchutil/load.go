@@ -96,3 +96,26 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(float64(len(sorted)-1) * p)
 	return sorted[i]
 }
+
+// Median combines runs of one load, measured in rounds interleaved with other loads so that
+// the machine's drift reaches them all: each percentile is the runs' median (one noisy round
+// does not decide it), and the counts and time are the runs' totals.
+func Median(runs []Result) Result {
+	if len(runs) == 0 {
+		return Result{}
+	}
+	var out Result
+	p50s := make([]time.Duration, len(runs))
+	p99s := make([]time.Duration, len(runs))
+	for i, r := range runs {
+		out.Concurrency = r.Concurrency
+		out.Requests += r.Requests
+		out.Errors += r.Errors
+		out.Elapsed += r.Elapsed
+		p50s[i], p99s[i] = r.P50, r.P99
+	}
+	slices.Sort(p50s)
+	slices.Sort(p99s)
+	out.P50, out.P99 = p50s[len(runs)/2], p99s[len(runs)/2]
+	return out
+}

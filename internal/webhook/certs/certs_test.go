@@ -57,7 +57,7 @@ func serve(t *testing.T, c client.Client, r *certs.Rotator) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){r.TLSOpt}})
-	srv.Register(wi.Path, &webhook.Admission{Handler: &wi.Handler{Reader: c}})
+	srv.Register(wi.Path, &wi.Handler{Reader: c})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()

@@ -64,7 +64,7 @@ func Start(t testing.TB, rc *rest.Config, cfg wi.Config, ns string) *Server {
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){func(c *tls.Config) {
 		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
 	}}})
-	srv.Register(wi.Path, &webhook.Admission{Handler: &wi.Handler{Reader: c, Config: cfg}})
+	srv.Register(wi.Path, &wi.Handler{Reader: c, Config: cfg})
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{URL: fmt.Sprintf("https://127.0.0.1:%d", port), CAPEM: ca.PEM(), cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- srv.Start(ctx) }()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -17,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/cerulean/cerulean/internal/webhook/registration"
@@ -35,8 +33,9 @@ const (
 	TimeoutSeconds = int32(3)
 )
 
-// Handler is the admission handler. It reads service accounts' metadata through Reader (the
-// manager's cache) and, when the cache has not seen one yet, through APIReader.
+// Handler is the webhook's http.Handler (review.go reads kube-apiserver's AdmissionReview). It
+// reads service accounts' metadata through Reader (the manager's cache) and, when the cache has
+// not seen one yet, through APIReader.
 type Handler struct {
 	Reader    client.Reader
 	APIReader client.Reader
@@ -46,26 +45,24 @@ type Handler struct {
 // Setup registers the webhook at Path on the manager's webhook server.
 func Setup(mgr ctrl.Manager, cfg Config) error {
 	registerMetrics()
-	h := &Handler{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg}
-	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: h})
+	mgr.GetWebhookServer().Register(Path, &Handler{Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg})
 	return nil
 }
 
-// Handle mutates a labelled pod at creation; anything else is allowed unchanged.
-func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	// Every request the API server sends is timed, as upstream does (its objectSelector sends
-	// only labelled pods).
-	start := time.Now()
-	defer func() { reportRequest(req.Namespace, time.Since(start)) }()
-	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" {
+// admit mutates a labelled pod at creation; anything else is allowed unchanged. The response's
+// UID is the caller's to set.
+func (h *Handler) admit(ctx context.Context, req *reviewRequest) (resp admission.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			// As controller-runtime's admission handler does: a bug answers 500, not a dropped stream.
+			logf.FromContext(ctx).Error(fmt.Errorf("%v", r), "Panic in the workload identity webhook")
+			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", r))
+		}
+	}()
+	if req.Operation != admissionv1.Create || req.Kind.Kind != "Pod" || req.Object == nil {
 		return admission.Allowed("not a pod creation")
 	}
-	// Only what Mutate reads is decoded, and the patch is built from what it appended: a pod is
-	// neither decoded whole nor encoded again and diffed.
-	pod, err := decodePod(req.Object.Raw)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err))
-	}
+	pod := req.Object.pod()
 	if pod.Labels[UseLabel] != "true" {
 		return admission.Allowed("pod does not use workload identity")
 	}
@@ -75,7 +72,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	sa, err := h.serviceAccount(ctx, types.NamespacedName{Namespace: req.Namespace, Name: saName})
 	if err != nil {
-		logf.FromContext(ctx).Error(err, "Cannot mutate pod", "namespace", req.Namespace, "serviceAccount", saName)
+		logf.FromContext(ctx).Error(err, "Cannot mutate pod", "serviceAccount", saName)
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	before := shapeOf(pod)
@@ -83,7 +80,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+	// The patch is built from what Mutate appended: a pod is neither decoded whole nor encoded
+	// again and diffed.
+	resp = admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
 	if ops := patch(before, pod); len(ops) > 0 {
 		if resp.Patch, err = json.Marshal(ops); err != nil {
 			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode patch: %w", err))

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // saReader answers Get for one service account with a deep copy, as the manager's cache does.
@@ -114,12 +113,11 @@ func admissionReview(t testing.TB, pod *corev1.Pod) []byte {
 func benchHandler() http.Handler {
 	r := saReader{sa: &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app",
 		Annotations: map[string]string{ClientIDAnnotation: clientID}}}}
-	return &webhook.Admission{Handler: &Handler{Reader: r, APIReader: r, Config: cfg}}
+	return &Handler{Reader: r, APIReader: r, Config: cfg}
 }
 
-// BenchmarkHandle serves a realistic AdmissionReview through controller-runtime's admission
-// handler, as kube-apiserver's call reaches it (without the network and TLS): the webhook's own
-// cost per pod. Profile with -cpuprofile/-memprofile.
+// BenchmarkHandle serves a realistic AdmissionReview as kube-apiserver's call reaches the
+// handler (without the network and TLS): the webhook's own cost per pod. Profile with -cpuprofile/-memprofile.
 func BenchmarkHandle(b *testing.B) {
 	body := admissionReview(b, apiServerPod())
 	h := benchHandler()

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kjson "sigs.k8s.io/json"
 )
 
 // sparsePod is the part of a pod that Mutate reads: decoding only it skips what a pod mostly is
@@ -44,13 +43,8 @@ type sparseVolume struct {
 	} `json:"projected"`
 }
 
-// decodePod decodes raw (a pod as kube-apiserver sends it, JSON) into a pod holding only what
-// Mutate reads, with kube-apiserver's own JSON rules (case-sensitive names).
-func decodePod(raw []byte) (*corev1.Pod, error) {
-	var sp sparsePod
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &sp); err != nil {
-		return nil, err
-	}
+// pod is the sparse pod as a corev1.Pod, for Mutate.
+func (sp *sparsePod) pod() *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: sp.Metadata.Labels, Annotations: sp.Metadata.Annotations}}
 	pod.Spec.ServiceAccountName = sp.Spec.ServiceAccountName
 	pod.Spec.HostNetwork = sp.Spec.HostNetwork
@@ -70,7 +64,7 @@ func decodePod(raw []byte) (*corev1.Pod, error) {
 		}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
 	}
-	return pod, nil
+	return pod
 }
 
 func containers(scs []sparseContainer) []corev1.Container {

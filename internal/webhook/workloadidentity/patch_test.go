@@ -11,8 +11,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // TestPatchIsTheMutation checks that the handler's patch, built from the part of the pod it
@@ -109,14 +107,12 @@ func TestPatchIsTheMutation(t *testing.T) {
 			}
 
 			h := &Handler{Reader: saReader{sa: account}, Config: tc.cfg}
-			resp := h.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-				Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "ns",
-				Object: runtime.RawExtension{Raw: raw}}})
+			resp := serve(t, h, admissionv1.Create, string(raw))
 			if !resp.Allowed {
 				t.Fatalf("refused: %+v", resp.Result)
 			}
-			if tc.unchanged != (len(resp.Patch) == 0) || (resp.PatchType != nil) != (len(resp.Patch) > 0) || len(resp.Patches) > 0 {
-				t.Fatalf("patch %s (type %v, operations %v), want a patch: %v", resp.Patch, resp.PatchType, resp.Patches, !tc.unchanged)
+			if tc.unchanged != (len(resp.Patch) == 0) || (resp.PatchType != nil) != (len(resp.Patch) > 0) {
+				t.Fatalf("patch %s (type %v), want a patch: %v", resp.Patch, resp.PatchType, !tc.unchanged)
 			}
 			if !slices.Equal(resp.Warnings, wantWarnings) {
 				t.Errorf("warnings %q, want %q", resp.Warnings, wantWarnings)
@@ -151,10 +147,6 @@ func TestPatchIsTheMutation(t *testing.T) {
 func TestRefusalsAndPassThrough(t *testing.T) {
 	account := sa(map[string]string{ClientIDAnnotation: clientID})
 	h := &Handler{Reader: saReader{sa: account}, Config: Config{TenantID: defaultTenant, ProxyImage: "proxy:1", ProxyInitImage: "proxy-init:1"}}
-	handle := func(raw string, op admissionv1.Operation) admission.Response {
-		return h.Handle(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-			Operation: op, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: "ns", Object: runtime.RawExtension{Raw: []byte(raw)}}})
-	}
 	for name, tc := range map[string]struct {
 		raw     string
 		op      admissionv1.Operation
@@ -165,7 +157,8 @@ func TestRefusalsAndPassThrough(t *testing.T) {
 		"unlabelled":   {raw: `{"metadata":{"labels":{"app":"x"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`, allowed: true},
 		"label false":  {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"false"}},"spec":{"containers":[{"name":"a"}]}}`, allowed: true},
 		"an update":    {raw: `{}`, op: admissionv1.Update, allowed: true},
-		"not JSON":     {raw: `{"metadata":`, code: 400, msg: "decode pod"},
+		"not JSON":     {raw: `{"metadata":`, code: 400, msg: "decode the admission review"},
+		"labels not a map": {raw: `{"metadata":{"labels":5},"spec":{"containers":[{"name":"a"}]}}`, code: 400, msg: "decode the admission review"},
 		"missing SA":   {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"}},"spec":{"serviceAccountName":"other","containers":[{"name":"a"}]}}`, code: 400, msg: "service account ns/other not found"},
 		"hostNetwork":  {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"},"annotations":{"azure.workload.identity/inject-proxy-sidecar":"true"}},"spec":{"serviceAccountName":"app","hostNetwork":true,"containers":[{"name":"a"}]}}`, code: 403, msg: "hostNetwork"},
 		"bad duration": {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"},"annotations":{"azure.workload.identity/service-account-token-expiration":"5"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`, code: 403, msg: "want whole seconds"},
@@ -174,8 +167,8 @@ func TestRefusalsAndPassThrough(t *testing.T) {
 			if tc.op == "" {
 				tc.op = admissionv1.Create
 			}
-			resp := handle(tc.raw, tc.op)
-			if resp.Allowed != tc.allowed || len(resp.Patches) != 0 || len(resp.Patch) != 0 {
+			resp := serve(t, h, tc.op, tc.raw)
+			if resp.Allowed != tc.allowed || len(resp.Patch) != 0 {
 				t.Fatalf("allowed %v patch %s, want allowed %v and no patch", resp.Allowed, resp.Patch, tc.allowed)
 			}
 			if !tc.allowed && (resp.Result == nil || resp.Result.Code != tc.code || !strings.Contains(resp.Result.Message, tc.msg)) {

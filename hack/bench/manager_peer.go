@@ -633,15 +633,7 @@ func (p *managerProcess) sample() {
 
 // cpuTime is the process's user and system CPU time so far (/proc/PID/stat, in the kernel's
 // 100 ticks a second).
-func (p *managerProcess) cpuTime() time.Duration {
-	f := statFields(p.cmd.Process.Pid)
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
+func (p *managerProcess) cpuTime() time.Duration { return processCPU(p.cmd.Process.Pid) }
 
 // scrape sums each counter of the process's metrics endpoint over its labels (nil when it
 // serves none).

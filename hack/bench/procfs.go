@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // What the sections read of processes in /proc (proc(5)).
@@ -42,4 +45,41 @@ func procKiB(pid int, file string, keys ...string) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// processCPU is pid's user and system CPU time so far (in the kernel's 100 ticks a second); 0
+// when pid is gone.
+func processCPU(pid int) time.Duration {
+	f := statFields(pid)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// processOf is the pid of the one running process of executable exe.
+func processOf(exe string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	found := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if path, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); path == exe {
+			if found != 0 {
+				return 0, fmt.Errorf("more than one %s runs (pids %d and %d)", exe, found, pid)
+			}
+			found = pid
+		}
+	}
+	if found == 0 {
+		return 0, fmt.Errorf("no %s runs", exe)
+	}
+	return found, nil
 }

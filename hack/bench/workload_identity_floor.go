@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -45,9 +50,29 @@ func withPatchFloorWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, 
 	var once sync.Once
 	var fixed admission.Response
 	return withFloorWebhook(ctx, cp, func(req admission.Request) admission.Response {
-		once.Do(func() { fixed = h.Handle(ctx, req) })
-		return fixed
+		once.Do(func() { fixed = answerOf(h, req) })
+		return fixed // controller-runtime sets each request's UID
 	}, fn)
+}
+
+// answerOf is h's answer to req, through its HTTP handler as kube-apiserver reaches it.
+func answerOf(h http.Handler, req admission.Request) admission.Response {
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  &req.AdmissionRequest,
+	})
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	r := httptest.NewRequest(http.MethodPost, wi.Path, bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var rev admissionv1.AdmissionReview
+	if err := json.Unmarshal(w.Body.Bytes(), &rev); err != nil || rev.Response == nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("the handler answered %d %s", w.Code, w.Body))
+	}
+	return admission.Response{AdmissionResponse: *rev.Response}
 }
 
 // withFloorWebhook runs fn while answer serves on Cerulean's stack and configuration.

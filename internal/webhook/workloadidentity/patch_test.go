@@ -154,14 +154,14 @@ func TestRefusalsAndPassThrough(t *testing.T) {
 		code    int32
 		msg     string
 	}{
-		"unlabelled":   {raw: `{"metadata":{"labels":{"app":"x"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`, allowed: true},
-		"label false":  {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"false"}},"spec":{"containers":[{"name":"a"}]}}`, allowed: true},
-		"an update":    {raw: `{}`, op: admissionv1.Update, allowed: true},
-		"not JSON":     {raw: `{"metadata":`, code: 400, msg: "decode the admission review"},
+		"unlabelled":       {raw: `{"metadata":{"labels":{"app":"x"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`, allowed: true},
+		"label false":      {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"false"}},"spec":{"containers":[{"name":"a"}]}}`, allowed: true},
+		"an update":        {raw: `{}`, op: admissionv1.Update, allowed: true},
+		"not JSON":         {raw: `{"metadata":`, code: 400, msg: "decode the admission review"},
 		"labels not a map": {raw: `{"metadata":{"labels":5},"spec":{"containers":[{"name":"a"}]}}`, code: 400, msg: "decode the admission review"},
-		"missing SA":   {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"}},"spec":{"serviceAccountName":"other","containers":[{"name":"a"}]}}`, code: 400, msg: "service account ns/other not found"},
-		"hostNetwork":  {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"},"annotations":{"azure.workload.identity/inject-proxy-sidecar":"true"}},"spec":{"serviceAccountName":"app","hostNetwork":true,"containers":[{"name":"a"}]}}`, code: 403, msg: "hostNetwork"},
-		"bad duration": {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"},"annotations":{"azure.workload.identity/service-account-token-expiration":"5"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`, code: 403, msg: "want whole seconds"},
+		"missing SA":       {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"}},"spec":{"serviceAccountName":"other","containers":[{"name":"a"}]}}`, code: 400, msg: "service account ns/other not found"},
+		"hostNetwork":      {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"},"annotations":{"azure.workload.identity/inject-proxy-sidecar":"true"}},"spec":{"serviceAccountName":"app","hostNetwork":true,"containers":[{"name":"a"}]}}`, code: 403, msg: "hostNetwork"},
+		"bad duration":     {raw: `{"metadata":{"labels":{"azure.workload.identity/use":"true"},"annotations":{"azure.workload.identity/service-account-token-expiration":"5"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`, code: 403, msg: "want whole seconds"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.op == "" {

@@ -47,7 +47,7 @@ const (
 	wiPacedPods   = 500
 	wiMaxConc     = 16
 	wiMaxPods     = 1000
-	wiRounds      = 3
+	wiRounds      = 5    // with five loads, each load runs once in each position
 	upstreamPort  = 9443 // upstream's webhook listens on all interfaces at this port; no flag changes it
 	upstreamBin   = "azure-wi-webhook"
 	upstreamLabel = "upstream Azure Workload Identity webhook v1.5.1"

@@ -37,11 +37,14 @@ type reviewRequest struct {
 	Object    *sparsePod              `json:"object"`
 }
 
+// reviewLog is built once: a logger's WithName and WithValues allocate, and this is every pod's path.
+var reviewLog = logf.Log.WithName("admission").WithValues("webhook", Path)
+
 // ServeHTTP answers kube-apiserver's AdmissionReview with an AdmissionReview of the same version;
 // a request it cannot read gets a refusal in that format, as the API server expects.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	log := logf.Log.WithName("admission").WithValues("webhook", Path)
+	log := reviewLog
 	var rev review
 	if err := readReview(r, &rev); err != nil {
 		log.Error(err, "Cannot read the admission review")

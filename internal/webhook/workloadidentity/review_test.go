@@ -2,6 +2,7 @@ package workloadidentity
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // serve posts an AdmissionReview of pod (raw JSON, valid or not) to h as kube-apiserver does and
@@ -77,4 +79,21 @@ func TestReviewsTheAPIServerCannotSendWell(t *testing.T) {
 			t.Errorf("answer %s %+v, want a v1beta1 review allowing u-3 with the patch", rev.APIVersion, rev.Response)
 		}
 	})
+}
+
+// panicReader fails as a bug would.
+type panicReader struct{ saReader }
+
+func (panicReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	panic("a bug")
+}
+
+// A bug in the handler answers 500 to the request's UID, as controller-runtime's handler did,
+// rather than dropping kube-apiserver's stream.
+func TestAPanicAnswers500(t *testing.T) {
+	h := &Handler{Reader: panicReader{}, Config: cfg}
+	resp := serve(t, h, admissionv1.Create, `{"metadata":{"labels":{"azure.workload.identity/use":"true"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`)
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusInternalServerError || !strings.Contains(resp.Result.Message, "a bug") {
+		t.Errorf("response %+v, want a 500 refusal naming the panic", resp)
+	}
 }

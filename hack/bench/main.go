@@ -41,6 +41,14 @@ var sections []section
 func register(s section) { sections = append(sections, s) }
 
 func main() {
+	if kind := os.Getenv(benchWebhookEnv); kind != "" {
+		// The bench runs itself as a webhook process (workload_identity_servers.go).
+		if err := serveBenchWebhook(kind); err != nil {
+			fmt.Fprintln(os.Stderr, "bench webhook:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	out := flag.String("out", "docs/benchmarks.md", "where to write the table (empty: print only)")
 	only := flag.String("only", "", "run only the sections whose title matches this regexp")
 	flag.Parse()

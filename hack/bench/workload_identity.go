@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -60,7 +59,8 @@ const (
 // control plane with the same load: paced at 50 pods/s, then as fast as 16 clients go. A no-op
 // webhook on Cerulean's server stack and configuration is the floor: what any webhook adds
 // (kube-apiserver's call, TLS, the server framework), so that what is left is a handler's own. Then the
-// exchange of the control plane's real service-account tokens at the local Entra ID.
+// exchange of the control plane's real service-account tokens at the local Entra ID. Every
+// webhook runs as a process of its own, so that its CPU time per pod is measured too.
 func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	upstream := filepath.Join(env.binDir, upstreamBin)
 	if _, err := os.Stat(upstream); err != nil {
@@ -100,13 +100,14 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	// apiCPU is kube-apiserver's CPU time per pod created in the timed runs: what a webhook's
-	// answer costs the server, apart from the latency's noise.
+	// apiCPU and webhookCPU are kube-apiserver's and the webhook process's CPU time per pod
+	// created in the timed runs: what a webhook's answer costs each, apart from the latency's noise.
 	type result struct {
-		paced, max benchutil.Result
-		apiCPU     time.Duration
+		paced, max         benchutil.Result
+		apiCPU, webhookCPU time.Duration
 	}
-	measure := func() (result, error) {
+	// measure runs the loads while the webhook process webhook (0: none) serves.
+	measure := func(webhook int) (result, error) {
 		// Warm up connections and caches, then clear the pods so each run starts alike.
 		for range 20 {
 			if err := create(ctx); err != nil {
@@ -114,11 +115,12 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 			}
 		}
 		var r result
-		cpu := processCPU(apiserver)
+		apiCPU, webhookCPU := processCPU(apiserver), processCPU(webhook)
 		r.paced = paced(ctx, wiPacedRate, wiPacedPods, create)
 		r.max = benchutil.Load(ctx, wiMaxConc, wiMaxPods, 30*time.Second, create)
-		if pods := r.paced.Requests + r.max.Requests; pods > 0 {
-			r.apiCPU = (processCPU(apiserver) - cpu) / time.Duration(pods)
+		if pods := time.Duration(r.paced.Requests + r.max.Requests); pods > 0 {
+			r.apiCPU = (processCPU(apiserver) - apiCPU) / pods
+			r.webhookCPU = (processCPU(webhook) - webhookCPU) / pods
 		}
 		if err := cs.CoreV1().Pods(wiNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
 			return r, err
@@ -137,10 +139,10 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 		name string
 		run  func() (result, error)
 	}{
-		{"without a webhook", measure},
-		{"with the no-op webhook", func() (result, error) { return withNoopWebhook(ctx, cp, measure) }},
-		{"with the patch floor webhook", func() (result, error) { return withPatchFloorWebhook(ctx, cp, measure) }},
-		{"with Cerulean's webhook", func() (result, error) { return withCeruleanWebhook(ctx, cp, measure) }},
+		{"without a webhook", func() (result, error) { return measure(0) }},
+		{"with the no-op webhook", func() (result, error) { return withBenchWebhook(ctx, cp, dir, webhookNoop, measure) }},
+		{"with the patch floor webhook", func() (result, error) { return withBenchWebhook(ctx, cp, dir, webhookPatchFloor, measure) }},
+		{"with Cerulean's webhook", func() (result, error) { return withBenchWebhook(ctx, cp, dir, webhookCerulean, measure) }},
 		{"with the upstream webhook", func() (result, error) { return withUpstreamWebhook(ctx, cp, upstream, dir, measure) }},
 	}
 	for round := range wiRounds {
@@ -152,18 +154,18 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", l.name, err)
 			}
-			fmt.Fprintf(os.Stderr, "    paced %s; flat out %s; kube-apiserver %.2fms a pod\n", r.paced, r.max, ms(r.apiCPU))
+			fmt.Fprintf(os.Stderr, "    paced %s; flat out %s; CPU a pod: kube-apiserver %.2fms, the webhook %.2fms\n", r.paced, r.max, ms(r.apiCPU), ms(r.webhookCPU))
 			runs[i] = append(runs[i], r)
 		}
 	}
 	median := func(rs []result) result {
 		var paced, fast []benchutil.Result
-		var cpu []time.Duration
+		var api, hook []time.Duration
 		for _, x := range rs {
-			paced, fast, cpu = append(paced, x.paced), append(fast, x.max), append(cpu, x.apiCPU)
+			paced, fast = append(paced, x.paced), append(fast, x.max)
+			api, hook = append(api, x.apiCPU), append(hook, x.webhookCPU)
 		}
-		slices.Sort(cpu)
-		return result{paced: benchutil.Median(paced), max: benchutil.Median(fast), apiCPU: cpu[len(cpu)/2]}
+		return result{paced: benchutil.Median(paced), max: benchutil.Median(fast), apiCPU: medianDuration(api), webhookCPU: medianDuration(hook)}
 	}
 	base, floor, patchFloor, ours, theirs := median(runs[0]), median(runs[1]), median(runs[2]), median(runs[3]), median(runs[4])
 	exchange, secret, err := benchFederatedExchange(ctx, env, cp, cs)
@@ -201,6 +203,14 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 		row{benchmark: cpuName + "Cerulean's webhook", result: fmt.Sprintf("%.2fms", ms(ours.apiCPU)), vsBaseline: cpuOf(ours, floor) + " of the floor's, " + cpuOf(ours, patchFloor) + " of the patch floor's"},
 		row{benchmark: cpuName + upstreamLabel, result: fmt.Sprintf("%.2fms", ms(theirs.apiCPU)), vsBaseline: cpuOf(theirs, floor) + " of the floor's"},
 	)
+	hookName := "the webhook process's own CPU time per pod created (both loads), "
+	hookOf := func(r, b result) string { return ratio(r.webhookCPU.Seconds(), b.webhookCPU.Seconds()) }
+	rows = append(rows,
+		row{benchmark: hookName + "no-op webhook (the floor)", result: fmt.Sprintf("%.3fms", ms(floor.webhookCPU))},
+		row{benchmark: hookName + "the patch floor", result: fmt.Sprintf("%.3fms", ms(patchFloor.webhookCPU)), vsBaseline: hookOf(patchFloor, floor) + " of the floor's"},
+		row{benchmark: hookName + "Cerulean's webhook", result: fmt.Sprintf("%.3fms", ms(ours.webhookCPU)), vsBaseline: hookOf(ours, floor) + " of the floor's, " + hookOf(ours, patchFloor) + " of the patch floor's, " + hookOf(ours, theirs) + " of upstream's"},
+		row{benchmark: hookName + upstreamLabel, result: fmt.Sprintf("%.3fms", ms(theirs.webhookCPU)), vsBaseline: hookOf(theirs, floor) + " of the floor's"},
+	)
 	return append(rows,
 		row{benchmark: "client-secret token requests, 8 concurrent (baseline)", result: secret.String()},
 		row{benchmark: "federated exchanges of kube-apiserver tokens, 8 concurrent", result: exchange.String(), vsBaseline: ratio(exchange.RPS(), secret.RPS()) + " of secret rps"},
@@ -229,6 +239,12 @@ func addedRows(name string, base, floor, patchFloor, ours, theirs benchutil.Resu
 		{benchmark: name + ": Cerulean's webhook", result: show(ours), vsBaseline: of(ours, floor) + " of the floor's; " + of(ours, patchFloor) + " of the patch floor's; " + of(ours, theirs) + " of upstream's"},
 		{benchmark: name + ": " + upstreamLabel, result: show(theirs), vsBaseline: of(theirs, floor) + " of the floor's"},
 	}
+}
+
+// medianDuration is the middle of ds (the upper middle of an even count); ds is sorted in place.
+func medianDuration(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -281,59 +297,24 @@ func paced(ctx context.Context, rate, total int, fn func(context.Context) error)
 	return benchutil.Result{Concurrency: rate, Requests: len(latencies), Errors: errs, Elapsed: time.Since(start), P50: pct(0.5), P99: pct(0.99)}
 }
 
-// withCeruleanWebhook runs fn while a manager serves Cerulean's webhook on loopback.
-func withCeruleanWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, fn func() (T, error)) (T, error) {
-	var zero T
-	w, mgr, _, err := newWebhookManager(cp, wi.Config{TenantID: ceruleanTenant})
+// newWebhookManager is a manager serving webhooks.New's server (its certificates, on loopback
+// port), Cerulean's webhook stack, configured with cfg.
+func newWebhookManager(rc *rest.Config, port int, cfg wi.Config) (*webhooks.Webhooks, ctrl.Manager, error) {
+	w, err := webhooks.New(rc, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port, WorkloadIdentity: cfg})
 	if err != nil {
-		return zero, err
-	}
-	if err := w.Setup(ctx, mgr); err != nil {
-		return zero, err
-	}
-	defer runManager(ctx, mgr, "manager")()
-	if err := waitMutated(ctx, cp); err != nil {
-		return zero, err
-	}
-	defer deregister(ctx, cp)
-	return fn()
-}
-
-// newWebhookManager is a manager serving webhooks.New's server (its certificates, on a free
-// loopback port), Cerulean's webhook stack, configured with cfg.
-func newWebhookManager(cp *devenv.ControlPlane, cfg wi.Config) (*webhooks.Webhooks, ctrl.Manager, int, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	w, err := webhooks.New(cp.RESTConfig, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port, WorkloadIdentity: cfg})
-	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, err
 	}
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(cp.RESTConfig, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, err
 	}
-	return w, mgr, port, nil
-}
-
-// runManager starts mgr and returns what stops it and waits for its end.
-func runManager(ctx context.Context, mgr ctrl.Manager, name string) (stop func()) {
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", name, err)
-		}
-	}
+	return w, mgr, nil
 }
 
 // withUpstreamWebhook runs fn while the upstream webhook runs as a process with a certificate of
 // our own (its cert rotation off), registered by URL exactly as Cerulean's is.
-func withUpstreamWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, bin, dir string, fn func() (T, error)) (T, error) {
+func withUpstreamWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, bin, dir string, fn func(pid int) (T, error)) (T, error) {
 	var zero T
 	certDir := filepath.Join(dir, "upstream-certs")
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
@@ -360,20 +341,6 @@ func withUpstreamWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, bi
 	if err != nil {
 		return zero, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "upstream-webhook.log"))
-	if err != nil {
-		return zero, err
-	}
-	defer logFile.Close()
-	cmd := exec.CommandContext(ctx, bin, "--webhook-cert-dir", certDir, "--disable-cert-rotation",
-		"--health-addr", "127.0.0.1:"+strconv.Itoa(health), "--metrics-addr", "127.0.0.1:"+strconv.Itoa(metrics))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "AZURE_TENANT_ID="+ceruleanTenant,
-		"AZURE_ENVIRONMENT=AzurePublicCloud", "POD_NAMESPACE="+wiNamespace)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return zero, fmt.Errorf("start %s: %w", bin, err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	c, err := client.New(cp.RESTConfig, client.Options{})
 	if err != nil {
 		return zero, err
@@ -381,64 +348,11 @@ func withUpstreamWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, bi
 	if err := wi.Apply(ctx, c, registration.ClientConfig{URL: "https://127.0.0.1:" + strconv.Itoa(upstreamPort), CABundle: ca.PEM()}); err != nil {
 		return zero, err
 	}
-	defer deregister(ctx, cp)
-	if err := waitMutated(ctx, cp); err != nil {
-		return zero, fmt.Errorf("%w (log in %s)", err, logFile.Name())
-	}
-	return fn()
-}
-
-func deregister(ctx context.Context, cp *devenv.ControlPlane) {
-	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
-	if err != nil {
-		return
-	}
-	_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, wi.ConfigurationName, metav1.DeleteOptions{})
-	// kube-apiserver drops the webhook through a watch: wait until a labelled pod is no longer mutated.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if errors.Is(mutatedOnce(ctx, cs), errNotMutated) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-var errNotMutated = errors.New("pod not mutated")
-
-func mutatedOnce(ctx context.Context, cs *kubernetes.Clientset) error {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Labels: map[string]string{wi.UseLabel: "true"}}}
-	p.Spec.ServiceAccountName = "app"
-	p.Spec.Containers = []corev1.Container{{Name: "probe", Image: "probe"}}
-	got, err := cs.CoreV1().Pods(wiNamespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	if err != nil {
-		return err
-	}
-	for _, e := range got.Spec.Containers[0].Env {
-		if e.Name == wi.ClientIDEnv {
-			return nil
-		}
-	}
-	return errNotMutated
-}
-
-// waitMutated waits until kube-apiserver calls the newly registered webhook.
-func waitMutated(ctx context.Context, cp *devenv.ControlPlane) error {
-	cs, err := kubernetes.NewForConfig(cp.RESTConfig)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := mutatedOnce(ctx, cs)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhook does not mutate pods: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	cmd := exec.CommandContext(ctx, bin, "--webhook-cert-dir", certDir, "--disable-cert-rotation",
+		"--health-addr", "127.0.0.1:"+strconv.Itoa(health), "--metrics-addr", "127.0.0.1:"+strconv.Itoa(metrics))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "AZURE_TENANT_ID="+ceruleanTenant,
+		"AZURE_ENVIRONMENT=AzurePublicCloud", "POD_NAMESPACE="+wiNamespace)
+	return withWebhookProcess(ctx, cp, cmd, filepath.Join(dir, "upstream-webhook.log"), true, fn)
 }
 
 // benchFederatedExchange exchanges real kube-apiserver service-account tokens at the local

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
+)
+
+// The bench waits on kube-apiserver's count of one webhook's calls, whatever their outcome.
+func TestCallsInSumsTheWebhooksSeriesOnly(t *testing.T) {
+	metrics := `# HELP apiserver_admission_webhook_request_total [ALPHA] Admission webhook request total
+# TYPE apiserver_admission_webhook_request_total counter
+apiserver_admission_webhook_request_total{code="200",name="pods.example",operation="CREATE",rejected="false",type="admit"} 7
+apiserver_admission_webhook_request_total{code="0",name="pods.example",operation="CREATE",rejected="true",type="admit"} 2
+apiserver_admission_webhook_request_total{code="200",name="other.example",operation="CREATE",rejected="false",type="admit"} 40
+apiserver_admission_webhook_rejection_count{error_type="calling_webhook_error",name="pods.example",operation="CREATE",rejection_code="0",type="admit"} 2
+`
+	got, err := callsIn(metrics, "pods.example")
+	if err != nil || got != 9 {
+		t.Fatalf("callsIn = %v, %v; want 9", got, err)
+	}
+	if _, err := callsIn(`apiserver_admission_webhook_request_total{name="pods.example"} x`, "pods.example"); err == nil {
+		t.Fatal("an unreadable value was taken as a count")
+	}
+}
+
+// The patch floor answers every review with the patch Cerulean's handler gave the first, under
+// each review's own UID and version: kube-apiserver refuses an answer to another UID.
+func TestPatchFloorAnswersEachReviewWithCeruleansPatch(t *testing.T) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app",
+		Annotations: map[string]string{wi.ClientIDAnnotation: "11111111-2222-3333-4444-555555555555"}}}
+	h := &wi.Handler{Reader: fake.NewClientBuilder().WithObjects(sa).Build(), Config: wi.Config{TenantID: ceruleanTenant}}
+	floor := patchFloor(h)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{wi.UseLabel: "true"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := func(apiVersion, uid string) []byte {
+		b, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: types.UID("uid-" + uid), Namespace: "ns", Operation: admissionv1.Create,
+				Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	want, err := answerOf(h, review("admission.k8s.io/v1", "first"))
+	if err != nil || len(want.Patch) == 0 {
+		t.Fatalf("Cerulean's handler: %+v, %v; want a patch", want, err)
+	}
+	for _, c := range []struct{ apiVersion, uid string }{{"admission.k8s.io/v1", "a"}, {"admission.k8s.io/v1beta1", "b"}} {
+		r := httptest.NewRequest(http.MethodPost, wi.Path, bytes.NewReader(review(c.apiVersion, c.uid)))
+		w := httptest.NewRecorder()
+		floor.ServeHTTP(w, r)
+		var got admissionv1.AdmissionReview
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.Response == nil {
+			t.Fatalf("%s: answered %d %s", c.uid, w.Code, w.Body)
+		}
+		if got.APIVersion != c.apiVersion || string(got.Response.UID) != "uid-"+c.uid || !got.Response.Allowed || !bytes.Equal(got.Response.Patch, want.Patch) {
+			t.Errorf("%s: answered %s %+v, want %s, its UID and Cerulean's patch %s", c.uid, got.APIVersion, got.Response, c.apiVersion, want.Patch)
+		}
+	}
+}

@@ -97,9 +97,14 @@ func New(cfg *rest.Config, opts Options) (*Webhooks, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := webhook.NewServer(webhook.Options{Host: opts.Host, Port: opts.Port, TLSOpts: []func(*tls.Config){r.TLSOpt}})
+	srv := webhook.NewServer(webhook.Options{Host: opts.Host, Port: opts.Port, TLSOpts: []func(*tls.Config){r.TLSOpt, http1Only}})
 	return &Webhooks{opts: opts, c: c, rotator: r, server: srv}, nil
 }
+
+// http1Only turns HTTP/2 off, as Kubebuilder's projects do by default: HTTP/2's rapid reset
+// (CVE-2023-44487) reaches the server otherwise, and over HTTP/1.1 with keep-alive each admission
+// costs the server less (no goroutine per request and per frame written; see docs/benchmarks.md).
+func http1Only(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
 // Server is the webhook server to give ctrl.Options.WebhookServer.
 func (w *Webhooks) Server() webhook.Server { return w.server }

@@ -2,7 +2,10 @@ package webhooks_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +141,17 @@ func TestManagerServesTheWebhookOnLoopback(t *testing.T) {
 	if string(cfg.Webhooks[0].ClientConfig.CABundle) != string(w.Rotator().CABundle()) || len(w.Rotator().CABundle()) == 0 {
 		t.Error("the configuration does not carry the manager's CA bundle")
 	}
+	// HTTP/2 is off (rapid reset; Kubebuilder's default): a client offering it gets HTTP/1.1.
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(w.Rotator().CABundle())
+	conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), &tls.Config{RootCAs: roots, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := conn.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Errorf("the webhook server negotiated %q, want http/1.1", p)
+	}
+	_ = conn.Close()
 
 	checkPodIdentityAdmission(t, cp.RESTConfig, cs, ns, w)
 	checkGrantAdmission(t, cp.RESTConfig)

@@ -82,7 +82,7 @@ func serveBenchWebhook(kind string) error {
 		return fmt.Errorf("%s: %w", benchWebhookPortEnv, err)
 	}
 	if dir := os.Getenv(benchWebhookProfileEnv); dir != "" {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", kind, os.Getpid())))
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", kind, os.Getpid()))) //nolint:gosec // the directory the bench's operator named
 		if err != nil {
 			return err
 		}

@@ -16,15 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cerulean/cerulean/internal/benchutil"
 	"github.com/cerulean/cerulean/internal/cloud"
@@ -32,7 +29,6 @@ import (
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/pki"
 	"github.com/cerulean/cerulean/internal/webhook/registration"
-	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -58,9 +54,9 @@ const (
 // Go module, registered the same way (by URL, failurePolicy Fail, same selector), on the same
 // control plane with the same load: paced at 50 pods/s, then as fast as 16 clients go. A no-op
 // webhook on Cerulean's server stack and configuration is the floor: what any webhook adds
-// (kube-apiserver's call, TLS, the server framework), so that what is left is a handler's own. Then the
-// exchange of the control plane's real service-account tokens at the local Entra ID. Every
-// webhook runs as a process of its own, so that its CPU time per pod is measured too.
+// (kube-apiserver's call, TLS, the server framework), so that what is left is a handler's own.
+// Every webhook runs as a process of its own, whose CPU time per pod is measured too. Then the
+// exchange of the control plane's real service-account tokens at the local Entra ID.
 func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	upstream := filepath.Join(env.binDir, upstreamBin)
 	if _, err := os.Stat(upstream); err != nil {
@@ -295,21 +291,6 @@ func paced(ctx context.Context, rate, total int, fn func(context.Context) error)
 		return latencies[int(float64(len(latencies)-1)*p)]
 	}
 	return benchutil.Result{Concurrency: rate, Requests: len(latencies), Errors: errs, Elapsed: time.Since(start), P50: pct(0.5), P99: pct(0.99)}
-}
-
-// newWebhookManager is a manager serving webhooks.New's server (its certificates, on loopback
-// port), Cerulean's webhook stack, configured with cfg.
-func newWebhookManager(rc *rest.Config, port int, cfg wi.Config) (*webhooks.Webhooks, ctrl.Manager, error) {
-	w, err := webhooks.New(rc, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port, WorkloadIdentity: cfg})
-	if err != nil {
-		return nil, nil, err
-	}
-	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
-	if err != nil {
-		return nil, nil, err
-	}
-	return w, mgr, nil
 }
 
 // withUpstreamWebhook runs fn while the upstream webhook runs as a process with a certificate of

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,10 +29,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cerulean/cerulean/internal/devenv"
 	"github.com/cerulean/cerulean/internal/webhook/registration"
+	"github.com/cerulean/cerulean/internal/webhook/webhooks"
 	wi "github.com/cerulean/cerulean/internal/webhook/workloadidentity"
 )
 
@@ -127,6 +131,21 @@ func serveBenchWebhook(kind string) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// newWebhookManager is a manager serving webhooks.New's server (its certificates, on loopback
+// port), Cerulean's webhook stack, configured with cfg.
+func newWebhookManager(rc *rest.Config, port int, cfg wi.Config) (*webhooks.Webhooks, ctrl.Manager, error) {
+	w, err := webhooks.New(rc, webhooks.Options{Namespace: wiNamespace, Host: "127.0.0.1", Port: port, WorkloadIdentity: cfg})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{WebhookServer: w.Server(), Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, mgr, nil
 }
 
 // floorHandler is the least a webhook can do on Cerulean's server: read the review, take its

@@ -55,11 +55,15 @@ func TestImportFromCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 	nsID := rgID + "/providers/Microsoft.ServiceBus/namespaces/orders-bus"
-	for id, body := range map[string]armresources.GenericResource{
-		nsID:                        {Location: to.Ptr("westus2"), SKU: &armresources.SKU{Name: to.Ptr("Standard")}},
-		nsID + "/queues/new-orders": {Properties: map[string]any{"maxDeliveryCount": 5}},
+	// In order: the queue needs its namespace (a map, iterated in random order, failed CI).
+	for _, r := range []struct {
+		id   string
+		body armresources.GenericResource
+	}{
+		{nsID, armresources.GenericResource{Location: to.Ptr("westus2"), SKU: &armresources.SKU{Name: to.Ptr("Standard")}}},
+		{nsID + "/queues/new-orders", armresources.GenericResource{Properties: map[string]any{"maxDeliveryCount": 5}}},
 	} {
-		p, err := genericClient.BeginCreateOrUpdateByID(t.Context(), id, "2021-11-01", body, nil)
+		p, err := genericClient.BeginCreateOrUpdateByID(t.Context(), r.id, "2021-11-01", r.body, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,6 +114,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if p, err = refreshControlPlanePorts(filepath.Join(dataDir, "ports.json"), p); err != nil {
+		return nil, err
+	}
 	if err := p.checkFree(); err != nil {
 		return nil, err
 	}

@@ -81,9 +81,24 @@ func loadOrChoosePorts(path string, apiServerPort int) (ports, error) {
 // stay stable (the issuer's port does). The kubelet's own port is on the node's address, which
 // only a node holding the lock uses.
 func refreshNodePorts(path string, p ports) (ports, error) {
+	err := refreshLoose(path, &p, &p.Scheduler, &p.KubeletHealthz)
+	return p, err
+}
+
+// refreshControlPlanePorts gives kube-controller-manager a new port when another process took
+// it between two starts (any process binding port 0 may get it, the local cloud's own listeners
+// started just before included); it names nothing that must stay stable.
+func refreshControlPlanePorts(path string, p ports) (ports, error) {
+	err := refreshLoose(path, &p, &p.ControllerManager)
+	return p, err
+}
+
+// refreshLoose re-chooses the loose ports (fields of p) when another process holds one of them,
+// and saves p.
+func refreshLoose(path string, p *ports, loose ...*int) error {
 	taken := false
-	for _, port := range []int{p.Scheduler, p.KubeletHealthz} {
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	for _, port := range loose {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
 		if err != nil {
 			taken = true
 			break
@@ -91,14 +106,16 @@ func refreshNodePorts(path string, p ports) (ports, error) {
 		_ = l.Close()
 	}
 	if !taken {
-		return p, nil
+		return nil
 	}
-	free, err := freePorts(2)
+	free, err := freePorts(len(loose))
 	if err != nil {
-		return p, err
+		return err
 	}
-	p.Scheduler, p.KubeletHealthz = free[0], free[1]
-	return p, savePorts(path, p)
+	for i, port := range loose {
+		*port = free[i]
+	}
+	return savePorts(path, *p)
 }
 
 func savePorts(path string, p ports) error {

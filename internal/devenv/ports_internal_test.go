@@ -35,3 +35,35 @@ func TestRefreshNodePortsReplacesATakenPort(t *testing.T) {
 		t.Errorf("saved %+v (%v), want %+v", saved, err, got)
 	}
 }
+
+// Between two starts another process (the local cloud's proxy, in CI) took the controller
+// manager's port: the control plane starts on a new one, saved, and keeps the ports that must
+// stay stable (the issuer's, etcd's).
+func TestRefreshControlPlanePortsReplacesATakenControllerManagerPort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ports.json")
+	p, err := loadOrChoosePorts(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same, err := refreshControlPlanePorts(path, p); err != nil || same != p {
+		t.Fatalf("free ports changed: %+v → %+v (%v)", p, same, err)
+	}
+	held, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.ControllerManager)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	got, err := refreshControlPlanePorts(path, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ControllerManager == p.ControllerManager || got.APIServer != p.APIServer || got.EtcdClient != p.EtcdClient || got.EtcdPeer != p.EtcdPeer {
+		t.Errorf("after the controller manager's port was taken: %+v (was %+v)", got, p)
+	}
+	if err := got.checkFree(); err != nil {
+		t.Errorf("the refreshed ports are not free: %v", err)
+	}
+	if saved, err := loadOrChoosePorts(path, 0); err != nil || saved != got {
+		t.Errorf("saved %+v (%v), want %+v", saved, err, got)
+	}
+}

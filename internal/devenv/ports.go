@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cerulean/cerulean/internal/fsutil"
@@ -126,19 +128,52 @@ func savePorts(path string, p ports) error {
 	return fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
 }
 
-// freePorts asks the kernel for n distinct free loopback ports. Holding all listeners until every
-// port is chosen keeps the kernel from handing out the same port twice.
+// keptPortsFrom is the lowest port chosen for a data directory. Kept ports are chosen below the
+// kernel's ephemeral range, from which the kernel gives every outgoing connection its local port
+// and every listener on port 0 (the local cloud's included) its port: a kept port in that range
+// could be taken by any of them between two starts. It is above the ports this machine's services
+// are known to use (Azurite's 10000 to 10002, the upstream webhook's 9443).
+const keptPortsFrom = 20000
+
+// ephemeralPortsPath holds the kernel's ephemeral range ("32768\t60999").
+const ephemeralPortsPath = "/proc/sys/net/ipv4/ip_local_port_range"
+
+// freePorts chooses n distinct free loopback ports between keptPortsFrom and the kernel's
+// ephemeral range, or lets the kernel choose them when that range starts too low to leave room.
+// Holding all listeners until every port is chosen keeps a port from being chosen twice.
 func freePorts(n int) ([]int, error) {
+	below := ephemeralStart()
 	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(out) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if below-keptPortsFrom >= 1000 && tries < 100*n {
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(keptPortsFrom+rand.IntN(below-keptPortsFrom))) //nolint:gosec // a port, not a secret
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("choose a free port: %w", err)
+			if addr == "127.0.0.1:0" {
+				return nil, fmt.Errorf("choose a free port: %w", err)
+			}
+			continue // taken: try another
 		}
 		defer l.Close()
 		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
 	return out, nil
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range, or 0 when it cannot be read.
+func ephemeralStart() int {
+	b, err := os.ReadFile(ephemeralPortsPath)
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(fields[0])
+	return n
 }
 
 // ErrPortInUse reports that a port the data directory is bound to is taken by another process.

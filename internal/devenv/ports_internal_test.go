@@ -67,3 +67,27 @@ func TestRefreshControlPlanePortsReplacesATakenControllerManagerPort(t *testing.
 		t.Errorf("saved %+v (%v), want %+v", saved, err, got)
 	}
 }
+
+// A new data directory's ports are chosen below the kernel's ephemeral range, where no outgoing
+// connection or port-0 listener (the local cloud's proxy took kube-controller-manager's once)
+// can take one between two starts; each is distinct and free.
+func TestNewPortsAreChosenBelowTheEphemeralRange(t *testing.T) {
+	below := ephemeralStart()
+	if below-keptPortsFrom < 1000 {
+		t.Fatalf("this machine's ephemeral range starts at %d: no room below it; the test needs the usual 32768", below)
+	}
+	p, err := loadOrChoosePorts(filepath.Join(t.TempDir(), "ports.json"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, np := range p.named() {
+		if np.port < keptPortsFrom || np.port >= below || seen[np.port] {
+			t.Errorf("%s's port %d: want a distinct port in [%d, %d)", np.name, np.port, keptPortsFrom, below)
+		}
+		seen[np.port] = true
+	}
+	if err := p.checkFree(); err != nil {
+		t.Error(err)
+	}
+}

@@ -34,6 +34,9 @@ type Options struct {
 	// EncryptionConfig is kube-apiserver's EncryptionConfiguration file
 	// (--encryption-provider-config), e.g. a KMS plugin for Secrets; empty: none.
 	EncryptionConfig string
+	// APIServerEnv is added to kube-apiserver's environment (NAME=value), e.g. a benchmark's
+	// GOGC; empty: this process's environment as it is.
+	APIServerEnv []string
 }
 
 // ControlPlane is a running local control plane.
@@ -133,7 +136,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 
 	fmt.Fprintf(progress, "starting etcd on 127.0.0.1:%d…\n", p.EtcdClient)
-	if err := cp.start(ctx, "etcd", filepath.Join(binDir, "etcd"), etcdArgs(dataDir, p)); err != nil {
+	if err := cp.start(ctx, "etcd", filepath.Join(binDir, "etcd"), etcdArgs(dataDir, p), nil); err != nil {
 		return nil, err
 	}
 	if err := cp.waitReady(ctx, timeout, "etcd", etcdHealthy(p.EtcdClient)); err != nil {
@@ -144,7 +147,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if opts.EncryptionConfig != "" {
 		args = append(args, "--encryption-provider-config="+opts.EncryptionConfig)
 	}
-	if err := cp.start(ctx, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), args); err != nil {
+	if err := cp.start(ctx, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), args, opts.APIServerEnv); err != nil {
 		return nil, err
 	}
 	if err := cp.waitReady(ctx, timeout, "kube-apiserver", apiServerReady(cs)); err != nil {
@@ -154,7 +157,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	fmt.Fprintln(progress, "starting kube-controller-manager…")
-	if err := cp.start(ctx, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), controllerManagerArgs(dataDir, p, pki)); err != nil {
+	if err := cp.start(ctx, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"), controllerManagerArgs(dataDir, p, pki), nil); err != nil {
 		return nil, err
 	}
 	if err := cp.waitReady(ctx, timeout, "kube-controller-manager", controllerManagerReady(cs, p.ControllerManager, cp.CACertPEM)); err != nil {
@@ -219,8 +222,8 @@ func exitedOf(children []*child) (<-chan struct{}, func() error) {
 	}
 }
 
-func (cp *ControlPlane) start(_ context.Context, name, bin string, args []string) error {
-	c, err := startChild(name, bin, args, filepath.Join(cp.logs, name+".log"), nil)
+func (cp *ControlPlane) start(_ context.Context, name, bin string, args, env []string) error {
+	c, err := startChild(name, bin, args, filepath.Join(cp.logs, name+".log"), env)
 	if err != nil {
 		return err
 	}

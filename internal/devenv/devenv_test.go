@@ -140,6 +140,7 @@ func TestControllerManagerFinishesNamespacesAndCollectsGarbage(t *testing.T) {
 
 // A restart on the same data directory keeps the data and serves the issuer on the same URL, byte
 // for byte; a second control plane on a directory in use, or on an unusable one, fails clearly.
+// The restart also gives kube-apiserver an environment of its own (APIServerEnv), as the bench does.
 func TestRestartResumesWithTheSameIssuer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two more control planes")
@@ -160,11 +161,18 @@ func TestRestartResumesWithTheSameIssuer(t *testing.T) {
 	}
 	first.Stop()
 
-	second, err := devenv.Start(ctx, devenv.Options{DataDir: dir})
+	second, err := devenv.Start(ctx, devenv.Options{DataDir: dir, APIServerEnv: []string{"GOGC=150"}})
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
 	defer second.Stop()
+	metrics, err := kubernetes.NewForConfigOrDie(second.RESTConfig).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("kube-apiserver's metrics: %v", err)
+	}
+	if !strings.Contains(string(metrics), "\ngo_gc_gogc_percent 150\n") {
+		t.Errorf("kube-apiserver started with APIServerEnv GOGC=150 does not report go_gc_gogc_percent 150")
+	}
 	if second.IssuerURL != first.IssuerURL {
 		t.Errorf("issuer changed across restart: %q, then %q", first.IssuerURL, second.IssuerURL)
 	}

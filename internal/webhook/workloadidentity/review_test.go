@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -95,5 +98,60 @@ func TestAPanicAnswers500(t *testing.T) {
 	resp := serve(t, h, admissionv1.Create, `{"metadata":{"labels":{"azure.workload.identity/use":"true"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}`)
 	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusInternalServerError || !strings.Contains(resp.Result.Message, "a bug") {
 		t.Errorf("response %+v, want a 500 refusal naming the panic", resp)
+	}
+}
+
+// Review bodies are read into buffers kept between requests: each review, read after a larger
+// one, after one that failed, or beside others at once, is answered alone (its own UID, its own
+// namespace's patch), never with a byte of another's.
+func TestReviewsAreReadEachOnItsOwn(t *testing.T) {
+	h := &Handler{Reader: saReader{sa: sa(map[string]string{ClientIDAnnotation: clientID})}, Config: cfg}
+	review := func(uid, annotation string) string {
+		return `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"` + uid + `","kind":{"version":"v1","kind":"Pod"},"namespace":"ns","operation":"CREATE","object":` +
+			`{"metadata":{"labels":{"azure.workload.identity/use":"true"},"annotations":{"note":"` + annotation + `"}},"spec":{"serviceAccountName":"app","containers":[{"name":"a"}]}}}}`
+	}
+	answered := func(uid string, rev admissionv1.AdmissionReview) error {
+		if resp := rev.Response; resp.UID != types.UID(uid) || !resp.Allowed || !bytes.Contains(resp.Patch, []byte(ClientIDEnv)) {
+			return fmt.Errorf("review %s answered %+v, want it allowed with the patch", uid, resp)
+		}
+		return nil
+	}
+	for _, step := range []struct{ uid, annotation string }{
+		{"large", strings.Repeat("x", 2*maxPooledBody)}, {"after-large", "a"}, {"not-json", ""}, {"after-failure", "b"},
+	} {
+		if step.uid == "not-json" {
+			post(t, h, "application/json", "{")
+			continue
+		}
+		if err := answered(step.uid, post(t, h, "application/json", review(step.uid, step.annotation))); err != nil {
+			t.Error(err)
+		}
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*50)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				uid := fmt.Sprintf("g%d-%d", g, i)
+				req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, Path, strings.NewReader(review(uid, strings.Repeat("y", i*100))))
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				var rev admissionv1.AdmissionReview
+				if err := json.Unmarshal(w.Body.Bytes(), &rev); err != nil || rev.Response == nil {
+					errs <- fmt.Errorf("review %s: answer %d %s", uid, w.Code, w.Body)
+					continue
+				}
+				if err := answered(uid, rev); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

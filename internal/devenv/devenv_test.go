@@ -142,7 +142,8 @@ func TestControllerManagerFinishesNamespacesAndCollectsGarbage(t *testing.T) {
 // for byte; a second control plane on a directory in use, or on an unusable one, fails clearly.
 // The restart also gives kube-apiserver an environment of its own (APIServerEnv), as the bench does.
 func TestRestartResumesWithTheSameIssuer(t *testing.T) {
-	if testing.Short() {
+	// -short skips it on a developer's quick run; CI runs it always.
+	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("starts two more control planes")
 	}
 	dir := t.TempDir()

@@ -67,28 +67,26 @@ func heapIn(metrics string) (apiServerHeap, error) {
 	return h, nil
 }
 
-// roomFor returns when kube-apiserver can allocate need bytes before its next collection, or
-// when a collection has run since the call (the most room its settings give). Until then it
-// reads kube-apiserver's /metrics, which allocates there: a collection comes sooner.
-func roomFor(ctx context.Context, rc rest.Interface, need float64) error {
+// roomFor returns kube-apiserver's heap once it can allocate need bytes before its next
+// collection, or once a collection has run since the call (the most room its settings give).
+// Until then it reads kube-apiserver's /metrics, which allocates there: a collection comes sooner.
+func roomFor(ctx context.Context, rc rest.Interface, need float64) (apiServerHeap, error) {
 	start, err := readAPIServerHeap(ctx, rc)
-	if err != nil {
-		return err
-	}
-	if start.room() >= need {
-		return nil
+	if err != nil || start.room() >= need {
+		return start, err
 	}
 	fmt.Fprintf(os.Stderr, "    making room in kube-apiserver's heap (%.0f MiB before its next collection, %.0f MiB wanted)…\n", start.room()/(1<<20), need/(1<<20))
 	began := time.Now()
 	deadline := began.Add(2 * time.Minute)
 	defer func() { fmt.Fprintf(os.Stderr, "    made room in %s\n", time.Since(began).Round(time.Millisecond)) }()
-	for h := start; h.room() < need && h.collections == start.collections; {
+	h := start
+	for h.room() < need && h.collections == start.collections {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver did not collect its garbage in 2 minutes of reads (room %.0f MiB, %.0f MiB wanted)", h.room()/(1<<20), need/(1<<20))
+			return h, fmt.Errorf("kube-apiserver did not collect its garbage in 2 minutes of reads (room %.0f MiB, %.0f MiB wanted)", h.room()/(1<<20), need/(1<<20))
 		}
 		if h, err = readAPIServerHeap(ctx, rc); err != nil {
-			return err
+			return h, err
 		}
 	}
-	return nil
+	return h, nil
 }

@@ -116,15 +116,12 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 				return result{}, err
 			}
 		}
-		if err := roomFor(ctx, cs.CoreV1().RESTClient(), 1.5*pacedAllocated); err != nil {
+		heap, err := roomFor(ctx, cs.CoreV1().RESTClient(), 1.5*pacedAllocated)
+		if err != nil {
 			return result{}, err
 		}
 		var r result
 		apiCPU, webhookCPU := processCPU(apiserver), processCPU(webhook)
-		heap, err := readAPIServerHeap(ctx, cs.CoreV1().RESTClient())
-		if err != nil {
-			return result{}, err
-		}
 		r.paced = paced(ctx, wiPacedRate, wiPacedPods, create)
 		after, err := readAPIServerHeap(ctx, cs.CoreV1().RESTClient())
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -199,19 +200,26 @@ func engineUser(name string) (*account, error) {
 	return &account{uid: uint32(uid), gid: uint32(gid)}, nil
 }
 
+// ownEntry gives one entry of a walked tree to the engine's user. An entry gone since its
+// directory was read is skipped: a configuration file written beside the walk (a firewall rule's
+// pg_hba.conf while the server starts) goes through a temporary file renamed into place.
+func (a *account) ownEntry(p string, _ os.FileInfo, err error) error {
+	if err == nil {
+		err = os.Lchown(p, int(a.uid), int(a.gid)) //nolint:gosec // the tree is the cloud's own data dir
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
 // own gives path (recursively) to the engine's user and lets that user reach it: every ancestor
 // directory gets the search (x) bit for others, never read. Test temp dirs are 0700.
 func (a *account) own(path string) error {
 	if a == nil {
 		return nil
 	}
-	err := filepath.Walk(path, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, int(a.uid), int(a.gid)) //nolint:gosec // the tree is the cloud's own data dir
-	})
-	if err != nil {
+	if err := filepath.Walk(path, a.ownEntry); err != nil {
 		return fmt.Errorf("give %s to the engine user: %w", path, err)
 	}
 	for d := filepath.Dir(path); ; d = filepath.Dir(d) {

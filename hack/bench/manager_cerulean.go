@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cerulean/cerulean/internal/images"
 	"github.com/cerulean/cerulean/internal/manifests"
 )
 
@@ -74,9 +74,12 @@ func (s *ceruleanState) start(ctx context.Context, ns string) (*managerProcess, 
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("grant %s its ARM scopes: %w", ns, err)
 	}
+	// Built as the product image builds it (and as hack/tools builds ASO's): static. The go
+	// command's default here links cgo and the dynamic loader, a binary no user runs, whose
+	// mapped pages were 20 MiB more of the manager's RSS at 10,000 objects.
 	bin := filepath.Join(s.dir, "cerulean")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/cerulean").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build cerulean: %w\n%s", err, out)
+	if err := images.GoBuild(ctx, ".", "./cmd/cerulean", bin, "", nil); err != nil {
+		return nil, fmt.Errorf("build cerulean: %w", err)
 	}
 	health, err := freePort()
 	if err != nil {

@@ -155,11 +155,8 @@ func buildImage(ctx context.Context, s Spec, modDir, work, ldflags string, progr
 		ldflags = s.LDFlags
 	}
 	bin := filepath.Join(work, path.Base(s.Binary))
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, s.Package)
-	cmd.Dir = filepath.Join(modDir, s.Dir)
-	cmd.Env = append(append(os.Environ(), s.Env...), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build %s: %w\n%s", s.Package, err, b)
+	if err := GoBuild(ctx, filepath.Join(modDir, s.Dir), s.Package, bin, ldflags, s.Env); err != nil {
+		return nil, err
 	}
 	content, err := os.ReadFile(bin)
 	if err != nil {
@@ -170,6 +167,20 @@ func buildImage(ctx context.Context, s Spec, modDir, work, ldflags string, progr
 		return img, err
 	}
 	return withConfig(img, func(c *v1.Config) { c.User = s.User })
+}
+
+// GoBuild builds pkg, of the Go module in dir, to out as every image's binary is built: static
+// (no cgo, so no dynamic loader), -trimpath, for linux on this machine's architecture. env is
+// added to go build's environment. What measures the product (hack/bench) builds it this way too,
+// so that the binary measured is the one users run.
+func GoBuild(ctx context.Context, dir, pkg, out, ldflags string, env []string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), env...), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // File is one entry of an image's layer: a regular file with Content, or a symlink to Link.

@@ -32,8 +32,8 @@ help: ## List the targets
 
 .PHONY: build
 build: ## Build bin/cerulean (the product) and bin/cerulean-local (the local environment: cloud, up)
-	@go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cerulean ./cmd/cerulean
-	@go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cerulean-local ./cmd/cerulean-local
+	@CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cerulean ./cmd/cerulean
+	@CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cerulean-local ./cmd/cerulean-local
 
 .PHONY: tools
 tools: ## Build the pinned tools into bin/ (kube-apiserver, etcd, kubectl, ...; first run only)

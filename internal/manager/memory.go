@@ -11,8 +11,8 @@ import (
 // DefaultGCPercent is the manager's GOGC. Its heap is mostly its cache, objects that live as
 // long as the process: Go's default (100) lets the heap reach twice what is live before it
 // collects, and at 10,000 objects that room was most of the manager's memory. 50 gives it half
-// as much, for more frequent collections (at 10,000 objects 247 MiB instead of 289, for 39%
-// more CPU: docs/benchmarks.md, "Manager at scale").
+// as much, for more frequent collections (at 10,000 objects 157 MiB of heap and stacks instead
+// of 200, for 39% more CPU: docs/benchmarks.md, "Manager at scale").
 const DefaultGCPercent = 50
 
 // memoryLimitRatio is the share of a container's memory limit given to Go as its soft limit:

@@ -180,52 +180,28 @@ func (me *managerEnv) stop() {
 // managerRows renders the results: Cerulean's value, ASO's in the text, the ratio Cerulean/ASO.
 func managerRows(res map[string]peerResult) []row {
 	cer, hasC := res["cerulean"]
-	aso, hasA := res["aso"]
-	both := hasC && hasA
-	var rows []row
-	add := func(what string, c, a float64, format func(float64) string) {
-		r := row{benchmark: what}
-		switch {
-		case both:
-			r.result = fmt.Sprintf("Cerulean %s; ASO %s", format(c), format(a))
-			if rt := ratio(c, a); rt != "" {
-				r.vsBaseline = rt + " of ASO"
-			}
-		case hasC:
-			r.result = "Cerulean " + format(c)
-		case hasA:
-			r.result = "ASO " + format(a)
-		}
-		rows = append(rows, r)
-	}
+	aso := res["aso"]
 	secs := func(v float64) string {
 		return (time.Duration(v * float64(time.Second))).Round(100 * time.Millisecond).String()
 	}
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 	mib := func(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
-	pick := func(r peerResult, f func(peerResult) float64) float64 { return f(r) }
 
 	ref := cer
 	if !hasC {
 		ref = aso
 	}
-	add(fmt.Sprintf("time to Ready, %d UserAssignedIdentity + FederatedIdentityCredential pairs and their ResourceGroup (%d objects; cap %s)",
-		ref.pairs, ref.objects, *mgrCap), pick(cer, func(r peerResult) float64 { return r.readyIn.Seconds() }),
-		pick(aso, func(r peerResult) float64 { return r.readyIn.Seconds() }), func(v float64) string { return secs(v) })
-	if cer.ready != cer.objects || aso.ready != aso.objects {
-		rows = append(rows, row{benchmark: "objects Ready within the cap", result: fmt.Sprintf("Cerulean %d/%d; ASO %d/%d", cer.ready, cer.objects, aso.ready, aso.objects)})
-	}
+	rows := []row{sideBySideAllReady(res, fmt.Sprintf("time to Ready, %d UserAssignedIdentity + FederatedIdentityCredential pairs and their ResourceGroup (%d objects; cap %s)",
+		ref.pairs, ref.objects, *mgrCap), func(r peerResult) float64 { return r.readyIn.Seconds() }, secs)}
+	rows = append(rows, readyRows(res)...)
 	window := fmt.Sprintf("sync period %s, %d periods of steady state, scaled to an hour", *mgrSync, *mgrPeriods)
-	add("ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window,
-		cer.perResourceHour(cer.writes), aso.perResourceHour(aso.writes), num)
-	add("ARM reads (GET) per resource per hour, "+window,
-		cer.perResourceHour(cer.reads), aso.perResourceHour(aso.reads), num)
-	add("token requests per resource per hour, "+window,
-		cer.perResourceHour(cer.tokens), aso.perResourceHour(aso.tokens), num)
-	add(fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects),
-		float64(cer.peakRSS), float64(aso.peakRSS), mib)
-	add("manager memory, peak anonymous RSS (heap and stacks, without the executable's mapped pages; sampled every 0.5 s)",
-		float64(cer.peakAnon), float64(aso.peakAnon), mib)
+	rows = append(rows,
+		sideBySideAllReady(res, "ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.writes) }, num),
+		sideBySideAllReady(res, "ARM reads (GET) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.reads) }, num),
+		sideBySideAllReady(res, "token requests per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.tokens) }, num),
+		sideBySide(res, fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects), func(r peerResult) float64 { return float64(r.peakRSS) }, mib),
+		sideBySide(res, "manager memory, peak anonymous RSS (heap and stacks, without the executable's mapped pages; sampled every 0.5 s)", func(r peerResult) float64 { return float64(r.peakAnon) }, mib),
+	)
 	if hasC {
 		rows = append(rows, row{benchmark: fmt.Sprintf("Cerulean's manager memory with %d objects (peak RSS)", cer.objects), result: mib(float64(cer.peakRSS))})
 	}

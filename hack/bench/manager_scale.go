@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -89,10 +90,13 @@ func groupedWorkload(ns, prefix string, n, groups int, issuer string) []*unstruc
 // steady state's ARM traffic, measured at -manager-sync-period and scaled to the default 1h.
 func scaleRows(res map[string]peerResult) []row {
 	cer, hasC := res["cerulean"]
-	aso, hasA := res["aso"]
+	aso := res["aso"]
 	var rows []row
 	add := func(what string, f func(peerResult) float64, format func(float64) string) {
 		rows = append(rows, sideBySide(res, what, f, format))
+	}
+	addAllReady := func(what string, f func(peerResult) float64, format func(float64) string) {
+		rows = append(rows, sideBySideAllReady(res, what, f, format))
 	}
 	ref := cer
 	if !hasC {
@@ -111,52 +115,91 @@ func scaleRows(res map[string]peerResult) []row {
 		return v / float64(r.objects)
 	}
 
-	add(fmt.Sprintf("time to Ready, %d UserAssignedIdentity + FederatedIdentityCredential pairs under %d ResourceGroups (%d objects; cap %s)",
+	addAllReady(fmt.Sprintf("time to Ready, %d UserAssignedIdentity + FederatedIdentityCredential pairs under %d ResourceGroups (%d objects; cap %s)",
 		ref.pairs, *scaleGroups, ref.objects, *scaleCap), func(r peerResult) float64 { return r.readyIn.Seconds() }, secs)
-	if (hasC && cer.ready != cer.objects) || (hasA && aso.ready != aso.objects) {
-		add("objects Ready within the cap", func(r peerResult) float64 { return float64(r.ready) }, func(v float64) string { return strconv.Itoa(int(v)) })
-	}
+	rows = append(rows, readyRows(res)...)
 	add(fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects), func(r peerResult) float64 { return float64(r.peakRSS) }, mib)
 	add("manager memory, peak anonymous RSS (heap and stacks, without the executable's mapped pages; sampled every 0.5 s)",
 		func(r peerResult) float64 { return float64(r.peakAnon) }, mib)
-	add("manager CPU time, create to all Ready", func(r peerResult) float64 { return r.cpu.Seconds() }, secs)
-	add("reconciles, create to all Ready (controller_runtime_reconcile_total)", func(r peerResult) float64 { return r.reconciles }, func(v float64) string { return strconv.Itoa(int(v)) })
-	add("CPU time per reconcile", func(r peerResult) float64 {
+	addAllReady("manager CPU time, create to all Ready", func(r peerResult) float64 { return r.cpu.Seconds() }, secs)
+	addAllReady("reconciles, create to all Ready (controller_runtime_reconcile_total)", func(r peerResult) float64 { return r.reconciles }, func(v float64) string { return strconv.Itoa(int(v)) })
+	addAllReady("CPU time per reconcile", func(r peerResult) float64 {
 		if r.reconciles == 0 {
 			return 0
 		}
 		return r.cpu.Seconds() / r.reconciles
 	}, milli)
-	add("CPU time per object", func(r peerResult) float64 { return perObject(r.cpu.Seconds(), r) }, milli)
-	add("API server requests per object, create to all Ready (the manager's rest_client_requests_total)",
+	addAllReady("CPU time per object", func(r peerResult) float64 { return perObject(r.cpu.Seconds(), r) }, milli)
+	addAllReady("API server requests per object, create to all Ready (the manager's rest_client_requests_total)",
 		func(r peerResult) float64 { return perObject(r.apiRequests, r) }, num)
 	window := fmt.Sprintf("sync period %s, %d periods of steady state, scaled to an hour", *mgrSync, *mgrPeriods)
-	add("ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.writes) }, num)
-	add("ARM reads (GET) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.reads) }, num)
+	addAllReady("ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.writes) }, num)
+	addAllReady("ARM reads (GET) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.reads) }, num)
 	// A resource is read once a sync period: at the default period of an hour, the measured
 	// rate times period/1h.
-	add(fmt.Sprintf("ARM reads per resource per hour at the default sync period (1h), the row above × %s/1h", *mgrSync),
+	addAllReady(fmt.Sprintf("ARM reads per resource per hour at the default sync period (1h), the row above × %s/1h", *mgrSync),
 		func(r peerResult) float64 { return r.perResourceHour(r.reads) * mgrSync.Hours() }, func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) })
-	add("token requests per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.tokens) }, num)
+	addAllReady("token requests per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.tokens) }, num)
 	return rows
 }
 
 // sideBySide is a row of one measure f of each manager that ran ("cerulean", "aso"), with
-// Cerulean's as a ratio of ASO's when both did.
+// Cerulean's as a ratio of ASO's when both did. The measure holds whether or not a manager got
+// every object Ready (its memory, the objects Ready).
 func sideBySide(res map[string]peerResult, what string, f func(peerResult) float64, format func(float64) string) row {
+	return compare(res, what, f, format, false)
+}
+
+// sideBySideAllReady is sideBySide for a measure taken from the creates to the last Ready, or
+// in the steady state after it: a manager stopped at the cap has neither, so its value is not
+// shown and no ratio is made with it.
+func sideBySideAllReady(res map[string]peerResult, what string, f func(peerResult) float64, format func(float64) string) row {
+	return compare(res, what, f, format, true)
+}
+
+// readyRows is the row of how many objects each manager got Ready, when one stopped at the cap.
+func readyRows(res map[string]peerResult) []row {
+	var parts []string
+	capped := false
+	for _, name := range []string{"cerulean", "aso"} {
+		if r, ok := res[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", peerTitle[name], r.ready, r.objects))
+			capped = capped || r.ready != r.objects
+		}
+	}
+	if !capped {
+		return nil
+	}
+	return []row{{benchmark: "objects Ready within the cap", result: strings.Join(parts, "; ")}}
+}
+
+// peerTitle is how the rows name each manager.
+var peerTitle = map[string]string{"cerulean": "Cerulean", "aso": "ASO"}
+
+func compare(res map[string]peerResult, what string, f func(peerResult) float64, format func(float64) string, allReady bool) row {
 	cer, hasC := res["cerulean"]
 	aso, hasA := res["aso"]
+	value := func(r peerResult) (string, bool) {
+		if allReady && r.ready != r.objects {
+			return "not all Ready at the cap", false // readyRows says how many
+		}
+		return format(f(r)), true
+	}
 	r := row{benchmark: what}
 	switch {
 	case hasC && hasA:
-		r.result = fmt.Sprintf("Cerulean %s; ASO %s", format(f(cer)), format(f(aso)))
-		if rt := ratio(f(cer), f(aso)); rt != "" {
+		c, cOK := value(cer)
+		a, aOK := value(aso)
+		r.result = fmt.Sprintf("Cerulean %s; ASO %s", c, a)
+		if rt := ratio(f(cer), f(aso)); rt != "" && cOK && aOK {
 			r.vsBaseline = rt + " of ASO"
 		}
 	case hasC:
-		r.result = "Cerulean " + format(f(cer))
+		c, _ := value(cer)
+		r.result = "Cerulean " + c
 	case hasA:
-		r.result = "ASO " + format(f(aso))
+		a, _ := value(aso)
+		r.result = "ASO " + a
 	}
 	return r
 }

@@ -46,19 +46,14 @@ func serviceRows(res map[string]peerResult) []row {
 	}
 	mib := func(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 	window := fmt.Sprintf("sync period %s, %d periods of steady state, scaled to an hour", *mgrSync, *mgrPeriods)
-	rows := []row{sideBySide(res, fmt.Sprintf("time to Ready, %d sets of FlexibleServer + database + firewall rule, Redis, StorageAccount + blob service + container, and their ResourceGroup (%d objects; cap %s; goal: Cerulean ≤ 0.5× ASO)",
+	rows := []row{sideBySideAllReady(res, fmt.Sprintf("time to Ready, %d sets of FlexibleServer + database + firewall rule, Redis, StorageAccount + blob service + container, and their ResourceGroup (%d objects; cap %s; goal: Cerulean ≤ 0.5× ASO)",
 		ref.pairs, ref.objects, *mgrCap), func(r peerResult) float64 { return r.readyIn.Seconds() }, secs)}
-	for _, r := range res {
-		if r.ready != r.objects {
-			rows = append(rows, sideBySide(res, "objects Ready within the cap", func(r peerResult) float64 { return float64(r.ready) }, func(v float64) string { return strconv.Itoa(int(v)) }))
-			break
-		}
-	}
+	rows = append(rows, readyRows(res)...)
 	rows = append(rows, timelineRows(res)...)
 	return append(rows,
-		sideBySide(res, "ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.writes) }, num),
-		sideBySide(res, "ARM reads (GET) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.reads) }, num),
-		sideBySide(res, "token requests per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.tokens) }, num),
+		sideBySideAllReady(res, "ARM writes (PUT, PATCH, POST, DELETE) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.writes) }, num),
+		sideBySideAllReady(res, "ARM reads (GET) per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.reads) }, num),
+		sideBySideAllReady(res, "token requests per resource per hour, "+window, func(r peerResult) float64 { return r.perResourceHour(r.tokens) }, num),
 		sideBySide(res, fmt.Sprintf("manager memory, peak RSS of the process (%d objects)", ref.objects), func(r peerResult) float64 { return float64(r.peakRSS) }, mib),
 		sideBySide(res, "manager memory, peak anonymous RSS (heap and stacks; sampled every 0.5 s)", func(r peerResult) float64 { return float64(r.peakAnon) }, mib),
 	)

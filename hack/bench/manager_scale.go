@@ -161,7 +161,7 @@ func sideBySideAllReady(res map[string]peerResult, what string, f func(peerResul
 func readyRows(res map[string]peerResult) []row {
 	var parts []string
 	capped := false
-	for _, name := range []string{"cerulean", "aso"} {
+	for _, name := range peerOrder {
 		if r, ok := res[name]; ok {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", peerTitle[name], r.ready, r.objects))
 			capped = capped || r.ready != r.objects
@@ -173,33 +173,33 @@ func readyRows(res map[string]peerResult) []row {
 	return []row{{benchmark: "objects Ready within the cap", result: strings.Join(parts, "; ")}}
 }
 
-// peerTitle is how the rows name each manager.
-var peerTitle = map[string]string{"cerulean": "Cerulean", "aso": "ASO"}
+// peerOrder and peerTitle are the order the rows give the managers in, and their names there.
+var (
+	peerOrder = []string{"cerulean", "aso"}
+	peerTitle = map[string]string{"cerulean": "Cerulean", "aso": "ASO"}
+)
 
 func compare(res map[string]peerResult, what string, f func(peerResult) float64, format func(float64) string, allReady bool) row {
+	var parts []string
+	comparable := true
+	for _, name := range peerOrder {
+		r, ok := res[name]
+		switch {
+		case !ok:
+		case allReady && r.ready != r.objects: // readyRows says how many
+			parts = append(parts, peerTitle[name]+" not all Ready at the cap")
+			comparable = false
+		default:
+			parts = append(parts, peerTitle[name]+" "+format(f(r)))
+		}
+	}
+	r := row{benchmark: what, result: strings.Join(parts, "; ")}
 	cer, hasC := res["cerulean"]
 	aso, hasA := res["aso"]
-	value := func(r peerResult) (string, bool) {
-		if allReady && r.ready != r.objects {
-			return "not all Ready at the cap", false // readyRows says how many
-		}
-		return format(f(r)), true
-	}
-	r := row{benchmark: what}
-	switch {
-	case hasC && hasA:
-		c, cOK := value(cer)
-		a, aOK := value(aso)
-		r.result = fmt.Sprintf("Cerulean %s; ASO %s", c, a)
-		if rt := ratio(f(cer), f(aso)); rt != "" && cOK && aOK {
+	if hasC && hasA && comparable {
+		if rt := ratio(f(cer), f(aso)); rt != "" {
 			r.vsBaseline = rt + " of ASO"
 		}
-	case hasC:
-		c, _ := value(cer)
-		r.result = "Cerulean " + c
-	case hasA:
-		a, _ := value(aso)
-		r.result = "ASO " + a
 	}
 	return r
 }

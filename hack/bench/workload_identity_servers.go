@@ -63,6 +63,11 @@ const (
 	// webhookNoop is the floor of any webhook: it reads the review, takes its UID and answers
 	// allowed, no patch. Whatever a webhook adds beyond it is its own handler's cost.
 	webhookNoop = "noop"
+	// webhookLabelFloor is the floor of any webhook that patches: every pod gets one label. A
+	// patch of any size has kube-apiserver apply it, decode the pod again and re-run its own
+	// mutating admission plugins (k8s.io/apiserver does so whenever a webhook changed the
+	// object); this floor measures that part alone, without a larger pod to store.
+	webhookLabelFloor = "label-floor"
 	// webhookPatchFloor is the floor of a webhook that mutates as Cerulean's does: every pod
 	// gets the patch Cerulean's handler computed for the first (the bench's pods are alike).
 	// What kube-apiserver does with a patch (apply it, decode, re-run its admission plugins,
@@ -71,6 +76,14 @@ const (
 	// webhookCerulean is Cerulean's webhook as `cerulean manager` sets it up.
 	webhookCerulean = "cerulean"
 )
+
+// benchWebhookMutates is what each webhook the bench serves does to a labelled pod.
+var benchWebhookMutates = map[string]mutation{
+	webhookNoop:       mutatesNothing,
+	webhookLabelFloor: mutatesOneLabel,
+	webhookPatchFloor: mutatesForWorkloadIdentity,
+	webhookCerulean:   mutatesForWorkloadIdentity,
+}
 
 // serveBenchWebhook is the child process: it serves kind until SIGTERM. The parent registers
 // nothing: the child does, as the manager does.
@@ -109,6 +122,8 @@ func serveBenchWebhook(kind string) error {
 		return mgr.Start(ctx)
 	case webhookNoop:
 		floor = noopFloor()
+	case webhookLabelFloor:
+		floor = labelFloor()
 	case webhookPatchFloor:
 		reader, err := client.New(cfg, client.Options{})
 		if err != nil {
@@ -187,6 +202,17 @@ func noopFloor() floorHandler {
 	}}
 }
 
+// labelFloorKey is the label the one-label patch floor adds to every pod.
+const labelFloorKey = "cerulean-bench-floor"
+
+func labelFloor() floorHandler {
+	patch := []byte(`[{"op":"add","path":"/metadata/labels/` + labelFloorKey + `","value":"seen"}]`)
+	patchType := admissionv1.PatchTypeJSONPatch
+	return floorHandler{fixed: func([]byte) (admissionv1.AdmissionResponse, error) {
+		return admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &patchType}, nil
+	}}
+}
+
 // patchFloor answers every review with h's answer to the first.
 func patchFloor(h http.Handler) floorHandler {
 	var once sync.Once
@@ -224,13 +250,13 @@ func withBenchWebhook[T any](ctx context.Context, cp *devenv.ControlPlane, dir, 
 	}
 	cmd := exec.CommandContext(ctx, self)
 	cmd.Env = append(os.Environ(), benchWebhookEnv+"="+kind, benchWebhookPortEnv+"="+strconv.Itoa(port), "KUBECONFIG="+cp.Kubeconfig)
-	return withWebhookProcess(ctx, cp, cmd, filepath.Join(dir, kind+"-webhook.log"), kind != webhookNoop, fn)
+	return withWebhookProcess(ctx, cp, cmd, filepath.Join(dir, kind+"-webhook.log"), benchWebhookMutates[kind], fn)
 }
 
 // withWebhookProcess starts cmd (a webhook that registers itself, or that the caller registered),
-// waits until kube-apiserver calls it and checks that it mutates pods (or, a no-op, does not),
-// runs fn(its pid), then deregisters and stops it. Its output goes to logPath.
-func withWebhookProcess[T any](ctx context.Context, cp *devenv.ControlPlane, cmd *exec.Cmd, logPath string, mutates bool, fn func(pid int) (T, error)) (T, error) {
+// waits until kube-apiserver calls it and checks that it mutates pods as want says, runs fn(its
+// pid), then deregisters and stops it. Its output goes to logPath.
+func withWebhookProcess[T any](ctx context.Context, cp *devenv.ControlPlane, cmd *exec.Cmd, logPath string, want mutation, fn func(pid int) (T, error)) (T, error) {
 	var zero T
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -257,8 +283,8 @@ func withWebhookProcess[T any](ctx context.Context, cp *devenv.ControlPlane, cmd
 	defer deregister(ctx, cs)
 	if pod, err := probe(ctx, cs); err != nil {
 		return zero, err
-	} else if mutated(pod) != mutates {
-		return zero, fmt.Errorf("the webhook mutates pods: %v, want %v (its log: %s)", mutated(pod), mutates, logPath)
+	} else if got := mutationOf(pod); got != want {
+		return zero, fmt.Errorf("the webhook's change to a pod: %s, want %s (its log: %s)", got, want, logPath)
 	}
 	return fn(cmd.Process.Pid)
 }
@@ -315,9 +341,25 @@ func probe(ctx context.Context, cs *kubernetes.Clientset) (*corev1.Pod, error) {
 	return cs.CoreV1().Pods(wiNamespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 }
 
-// mutated says whether the workload identity mutation is in pod (the client ID's variable).
-func mutated(pod *corev1.Pod) bool {
-	return slices.ContainsFunc(pod.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == wi.ClientIDEnv })
+// mutation is what a webhook did to a labelled pod, checked before the bench measures it.
+type mutation string
+
+const (
+	mutatesNothing             mutation = "none"
+	mutatesOneLabel            mutation = "the floor's one label"
+	mutatesForWorkloadIdentity mutation = "workload identity's"
+)
+
+// mutationOf tells the workload identity mutation (the client ID's variable) and the label
+// floor's label apart from no change.
+func mutationOf(pod *corev1.Pod) mutation {
+	switch {
+	case slices.ContainsFunc(pod.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == wi.ClientIDEnv }):
+		return mutatesForWorkloadIdentity
+	case pod.Labels[labelFloorKey] != "":
+		return mutatesOneLabel
+	}
+	return mutatesNothing
 }
 
 // webhookCalls is how many times kube-apiserver has called the workload identity webhook.

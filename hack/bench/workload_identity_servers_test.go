@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,53 @@ func TestPatchFloorAnswersEachReviewWithCeruleansPatch(t *testing.T) {
 		}
 		if got.APIVersion != c.apiVersion || string(got.Response.UID) != "uid-"+c.uid || !got.Response.Allowed || !bytes.Equal(got.Response.Patch, want.Patch) {
 			t.Errorf("%s: answered %s %+v, want %s, its UID and Cerulean's patch %s", c.uid, got.APIVersion, got.Response, c.apiVersion, want.Patch)
+		}
+	}
+}
+
+// Each floor's answer, applied as kube-apiserver applies a patch, changes a pod as the bench
+// checks before it measures the floor: the one-label floor by its label alone.
+func TestFloorsChangeAPodAsTheBenchExpects(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{wi.UseLabel: "true"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "uid", Namespace: "ns", Operation: admissionv1.Create,
+			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		floor floorHandler
+		want  mutation
+	}{{webhookNoop, noopFloor(), mutatesNothing}, {webhookLabelFloor, labelFloor(), mutatesOneLabel}} {
+		resp, err := answerOf(c.floor, body)
+		if err != nil || !resp.Allowed {
+			t.Fatalf("%s: %+v, %v", c.name, resp, err)
+		}
+		patched := raw
+		if len(resp.Patch) > 0 {
+			patch, err := jsonpatch.DecodePatch(resp.Patch)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if patched, err = patch.Apply(raw); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		}
+		var got corev1.Pod
+		if err := json.Unmarshal(patched, &got); err != nil {
+			t.Fatal(err)
+		}
+		if m := mutationOf(&got); m != c.want || got.Labels[wi.UseLabel] != "true" {
+			t.Errorf("%s: the pod's change is %s with labels %v, want %s and the pod's own label kept", c.name, m, got.Labels, c.want)
+		}
+		if m := benchWebhookMutates[c.name]; m != c.want {
+			t.Errorf("%s: the bench expects %s, want %s", c.name, m, c.want)
 		}
 	}
 }

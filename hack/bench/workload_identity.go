@@ -57,8 +57,9 @@ const (
 // webhook on Cerulean's server stack and configuration is the floor: what any webhook adds
 // (kube-apiserver's call, TLS, the server framework), so that what is left is a handler's own;
 // two patch floors on the same stack split that: one label (what any patch costs
-// kube-apiserver) and Cerulean's patch computed once (what this patch costs it). Every webhook runs as a process of its own, whose CPU time per pod is measured too. Then the
-// exchange of the control plane's real service-account tokens at the local Entra ID.
+// kube-apiserver) and Cerulean's patch computed once (what this patch costs it). Every webhook
+// runs as a process of its own, whose CPU time per pod is measured too. Then the exchange of the
+// control plane's real service-account tokens at the local Entra ID.
 func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	upstream := filepath.Join(env.binDir, upstreamBin)
 	if _, err := os.Stat(upstream); err != nil {
@@ -147,8 +148,6 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 	// Each load runs in rounds, interleaved, each round in another order: a run's percentiles
 	// move by a millisecond from one run to the next on a shared machine (as much as the
 	// differences measured), and a p99 with them when a run follows another's cleanup.
-	var runs [6][]result
-	var pacedCollections float64
 	loads := []struct {
 		name string
 		run  func() (result, error)
@@ -160,6 +159,8 @@ func benchWorkloadIdentity(ctx context.Context, env benchEnv) ([]row, error) {
 		{"with Cerulean's webhook", func() (result, error) { return withBenchWebhook(ctx, cp, dir, webhookCerulean, measure) }},
 		{"with the upstream webhook", func() (result, error) { return withUpstreamWebhook(ctx, cp, upstream, dir, measure) }},
 	}
+	runs := make([][]result, len(loads))
+	var pacedCollections float64
 	// The first run after kube-apiserver starts grows its heap from nothing (a paced p99 of 47 ms
 	// without a webhook, 8 to 12 ms after): one run, not counted, warms it up.
 	fmt.Fprintln(os.Stderr, "  warming up kube-apiserver (one run without a webhook, not counted)…")

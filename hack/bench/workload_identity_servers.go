@@ -70,8 +70,8 @@ const (
 	webhookLabelFloor = "label-floor"
 	// webhookPatchFloor is the floor of a webhook that mutates as Cerulean's does: every pod
 	// gets the patch Cerulean's handler computed for the first (the bench's pods are alike).
-	// What kube-apiserver does with a patch (apply it, decode, re-run its admission plugins,
-	// store a larger pod) is in it; the handler's own work is not.
+	// What kube-apiserver does with this patch (the label floor's work, and a larger pod to
+	// store) is in it; the handler's own work is not.
 	webhookPatchFloor = "patch-floor"
 	// webhookCerulean is Cerulean's webhook as `cerulean manager` sets it up.
 	webhookCerulean = "cerulean"

@@ -43,20 +43,9 @@ func TestPatchFloorAnswersEachReviewWithCeruleansPatch(t *testing.T) {
 		Annotations: map[string]string{wi.ClientIDAnnotation: "11111111-2222-3333-4444-555555555555"}}}
 	h := &wi.Handler{Reader: fake.NewClientBuilder().WithObjects(sa).Build(), Config: wi.Config{TenantID: ceruleanTenant}}
 	floor := patchFloor(h)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{wi.UseLabel: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	raw, err := json.Marshal(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
 	review := func(apiVersion, uid string) []byte {
-		b, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: "AdmissionReview"},
-			Request: &admissionv1.AdmissionRequest{UID: types.UID("uid-" + uid), Namespace: "ns", Operation: admissionv1.Create,
-				Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		_, body := labelledPodReview(t, apiVersion, uid)
+		return body
 	}
 	want, err := answerOf(h, review("admission.k8s.io/v1", "first"))
 	if err != nil || len(want.Patch) == 0 {
@@ -79,18 +68,7 @@ func TestPatchFloorAnswersEachReviewWithCeruleansPatch(t *testing.T) {
 // Each floor's answer, applied as kube-apiserver applies a patch, changes a pod as the bench
 // checks before it measures the floor: the one-label floor by its label alone.
 func TestFloorsChangeAPodAsTheBenchExpects(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{wi.UseLabel: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	raw, err := json.Marshal(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "uid", Namespace: "ns", Operation: admissionv1.Create,
-			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, body := labelledPodReview(t, "admission.k8s.io/v1", "first")
 	for _, c := range []struct {
 		name  string
 		floor floorHandler
@@ -121,4 +99,22 @@ func TestFloorsChangeAPodAsTheBenchExpects(t *testing.T) {
 			t.Errorf("%s: the bench expects %s, want %s", c.name, m, c.want)
 		}
 	}
+}
+
+// labelledPodReview is kube-apiserver's review (in apiVersion, with UID "uid-"+uid) of a
+// labelled pod of service account "app" in namespace "ns", and the pod's JSON in it.
+func labelledPodReview(t *testing.T, apiVersion, uid string) (pod, body []byte) {
+	t.Helper()
+	pod, err := json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{wi.UseLabel: "true"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err = json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: types.UID("uid-" + uid), Namespace: "ns", Operation: admissionv1.Create,
+			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: pod}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod, body
 }
